@@ -1,0 +1,48 @@
+# Shared by scripts/quickstart.sh and scripts/test.sh. Source, do not run.
+# Installs what is missing (idempotent: a no-op when everything is there) and
+# builds into build/ (binaries in build/bin/).
+
+SKRULL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SKRULL_BUILD="${SKRULL_BUILD:-$SKRULL_ROOT/build}"
+
+# Debian 12 packages the build, the tests and the main job need.
+SKRULL_APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates curl
+  clang-format
+  libtorch-dev libgloo-dev
+  libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev
+  googletest libgtest-dev libgmock-dev
+  prometheus
+)
+
+log() { printf '\033[1m[skrull]\033[0m %s\n' "$*" >&2; }
+
+skrull_install_deps() {
+  local missing=()
+  for p in "${SKRULL_APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "dependencies: all ${#SKRULL_APT_PACKAGES[@]} packages present"
+    return 0
+  fi
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { log "need root (or sudo) to install: ${missing[*]}"; return 1; }
+    sudo=(sudo)
+  fi
+  log "installing ${#missing[@]} missing packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -q
+  "${sudo[@]}" apt-get install -y -q "${missing[@]}"
+}
+
+# skrull_build [extra cmake args...]
+skrull_build() {
+  local jobs
+  jobs="$(nproc 2>/dev/null || echo 2)"
+  log "configuring $SKRULL_BUILD"
+  cmake -S "$SKRULL_ROOT" -B "$SKRULL_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  log "building with $jobs jobs (progress below)"
+  cmake --build "$SKRULL_BUILD" -j "$jobs"
+}

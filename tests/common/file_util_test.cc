@@ -1,0 +1,51 @@
+#include "common/file_util.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace skrull {
+namespace {
+
+std::string TempDir() {
+  auto dir =
+      std::filesystem::temp_directory_path() /
+      ("skrull_file_util_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+       "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+TEST(FileUtil, AtomicWriteCreatesParentsAndReplaces) {
+  std::string dir = TempDir();
+  std::string path = dir + "/a/b/file.txt";
+  ASSERT_TRUE(WriteFileAtomically(path, "first").ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "second").ok());
+  auto got = ReadFileToString(path);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "second");
+  // No temporary files are left behind.
+  int entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir + "/a/b")) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+}
+
+TEST(FileUtil, MissingFileIsNotFoundNamingThePath) {
+  auto got = ReadFileToString("/nonexistent/skrull/x.json");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(got.status().message().find("/nonexistent/skrull/x.json"), std::string::npos);
+}
+
+TEST(FileUtil, DirectoryIsRejected) {
+  auto got = ReadFileToString(TempDir());
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace skrull
