@@ -9,7 +9,7 @@ SKRULL_BUILD="${SKRULL_BUILD:-$SKRULL_ROOT/build}"
 SKRULL_APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   clang-format
-  libtorch-dev libgloo-dev
+  libtorch-dev libgloo-dev libopenblas0-openmp
   libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev
   prometheus

@@ -1,0 +1,176 @@
+#include "api/job_spec.h"
+
+#include <filesystem>
+#include <tuple>
+
+#include "api/diagnostics.h"
+#include "api/enum_names.h"
+#include "api/parse.h"
+#include "api/validate.h"
+#include "api/yaml_reader.h"
+#include "common/file_util.h"
+
+#ifndef SKRULL_VERSION
+#define SKRULL_VERSION "dev"
+#endif
+
+namespace skrull::api {
+
+const char* PolicyName(SchedulerPolicy p) { return NameOf(kSchedulerPolicyNames, p); }
+const char* DataFormatName(DataFormat f) { return NameOf(kDataFormatNames, f); }
+const char* OverLengthPolicyName(OverLengthPolicy p) { return NameOf(kOverLengthPolicyNames, p); }
+const char* MalformedPolicyName(MalformedPolicy p) { return NameOf(kMalformedPolicyNames, p); }
+const char* LrScheduleName(LrSchedule s) { return NameOf(kLrScheduleNames, s); }
+const char* PrecisionName(Precision p) { return NameOf(kPrecisionNames, p); }
+
+StatusOr<SchedulerPolicy> ParsePolicyName(const std::string& name) {
+  for (const auto& entry : kSchedulerPolicyNames) {
+    if (name == entry.name) return entry.value;
+  }
+  const std::vector<std::string> names = NamesOf(kSchedulerPolicyNames);
+  return InvalidArgumentError("unknown scheduler policy " + Quote(name) +
+                              "; allowed: " + JoinNames(names) + DidYouMean(name, names));
+}
+
+const char* DefaultImageTag() { return SKRULL_VERSION; }
+
+namespace {
+
+auto Fields(const LoraSpec& l) { return std::tie(l.rank, l.alpha, l.target_modules); }
+auto Fields(const ModelSpec& m) { return std::tie(m.config, m.weights, m.seed); }
+auto Fields(const DataSpec& d) {
+  return std::tie(d.path, d.format, d.max_length_tokens, d.over_length, d.malformed);
+}
+auto Fields(const ParallelismSpec& p) {
+  return std::tie(p.nodes, p.procs_per_node, p.data_parallel, p.context_parallel);
+}
+auto Fields(const SchedulerSpec& s) {
+  return std::tie(s.policy, s.bucket_size_auto, s.bucket_size_tokens, s.batch_size, s.seed);
+}
+auto Fields(const TrainingSpec& t) {
+  return std::tie(t.steps, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,
+                  t.weight_decay, t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.grad_clip,
+                  t.precision, t.checkpoint_every, t.output_dir, t.resume_from, t.log_every);
+}
+auto Fields(const MetricsSpec& m) { return std::tie(m.port, m.pushgateway); }
+auto Fields(const ResourcesSpec& r) { return std::tie(r.gpus_per_proc, r.cpu, r.memory); }
+auto Fields(const ImageSpec& i) { return std::tie(i.repository, i.tag, i.pull_policy); }
+auto Fields(const TuningSpec& t) {
+  return std::tie(t.enabled, t.target_memory_fraction, t.min_bucket_size_tokens,
+                  t.max_bucket_size_tokens);
+}
+
+template <typename T>
+bool Same(const T& a, const T& b) {
+  return Fields(a) == Fields(b);
+}
+
+bool SameLora(const std::optional<LoraSpec>& a, const std::optional<LoraSpec>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  return !a.has_value() || Same(*a, *b);
+}
+
+// `path` unchanged when empty or absolute; else base_dir/path, normalized.
+std::string Resolve(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
+  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+}
+
+void ResolvePaths(const std::string& base_dir, JobSpec* spec) {
+  spec->model.config = Resolve(base_dir, spec->model.config);
+  spec->model.weights = Resolve(base_dir, spec->model.weights);
+  spec->data.path = Resolve(base_dir, spec->data.path);
+  spec->training.output_dir = Resolve(base_dir, spec->training.output_dir);
+  if (spec->training.resume_from != kResumeLatest) {
+    spec->training.resume_from = Resolve(base_dir, spec->training.resume_from);
+  }
+}
+
+}  // namespace
+
+bool operator==(const JobSpec& a, const JobSpec& b) {
+  return std::tie(a.name, a.namespace_name, a.labels, a.annotations) ==
+             std::tie(b.name, b.namespace_name, b.labels, b.annotations) &&
+         Same(a.model, b.model) && SameLora(a.model.lora, b.model.lora) && Same(a.data, b.data) &&
+         Same(a.parallelism, b.parallelism) && Same(a.scheduler, b.scheduler) &&
+         Same(a.training, b.training) && Same(a.metrics, b.metrics) &&
+         Same(a.resources, b.resources) && Same(a.image, b.image) && Same(a.tuning, b.tuning);
+}
+
+void ApplyDefaults(JobSpec* spec) {
+  const JobSpec defaults;
+  if (spec->namespace_name.empty()) spec->namespace_name = defaults.namespace_name;
+  SchedulerSpec& scheduler = spec->scheduler;
+  if (!scheduler.bucket_size_auto && scheduler.bucket_size_tokens == 0) {
+    scheduler.bucket_size_auto = true;
+  }
+  if (spec->training.output_dir.empty()) spec->training.output_dir = "runs/" + spec->name;
+  if (spec->image.repository.empty()) spec->image.repository = defaults.image.repository;
+  if (spec->image.tag.empty()) spec->image.tag = DefaultImageTag();
+  if (spec->image.pull_policy.empty()) spec->image.pull_policy = defaults.image.pull_policy;
+}
+
+Status ValidateJobSpec(const JobSpec& spec, const std::string& origin) {
+  ParsedJobSpec parsed;
+  parsed.api_version = kApiVersion;
+  parsed.kind = kKind;
+  parsed.spec = spec;
+  Diagnostics diag;
+  CollectValidationErrors(parsed, &diag);
+  return diag.ToStatus(origin);
+}
+
+StatusOr<JobSpec> LoadJobSpec(const std::string& yaml_text, const std::string& origin,
+                              const std::string& base_dir) {
+  SKRULL_ASSIGN_OR_RETURN(YAML::Node doc, LoadYamlDocument(yaml_text, origin));
+  Diagnostics diag;
+  ParsedJobSpec parsed = ParseJobSpec(doc, &diag);
+  CollectValidationErrors(parsed, &diag);
+  SKRULL_RETURN_IF_ERROR(diag.ToStatus(origin));
+  JobSpec spec = std::move(parsed.spec);
+  ApplyDefaults(&spec);
+  if (!base_dir.empty()) ResolvePaths(base_dir, &spec);
+  spec.source_dir = base_dir;
+  return spec;
+}
+
+StatusOr<JobSpec> LoadJobSpecFile(const std::string& path) {
+  SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) return IoError(path + ": cannot make the path absolute: " + ec.message());
+  return LoadJobSpec(text, path, absolute.parent_path().lexically_normal().string());
+}
+
+std::string DescribeJobSpec(const JobSpec& spec) {
+  const ParallelismSpec& p = spec.parallelism;
+  const SchedulerSpec& s = spec.scheduler;
+  const TrainingSpec& t = spec.training;
+  auto plural = [](int64_t n, const char* word) {
+    return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+  };
+  std::string text = spec.name + " (namespace " + spec.namespace_name +
+                     "): " + plural(p.WorldSize(), "rank") + " = " + plural(p.nodes, "node") +
+                     " x " + plural(p.procs_per_node, "proc") +
+                     " per node, split as dataParallel " + std::to_string(p.data_parallel) +
+                     " x contextParallel " + std::to_string(p.context_parallel) + ". Scheduler " +
+                     PolicyName(s.policy) + " with bucketSize ";
+  text += s.bucket_size_auto ? std::string("auto (from the offline memory profile)")
+                             : std::to_string(s.bucket_size_tokens) + " tokens per rank";
+  text += "; global batch " + plural(int64_t{s.batch_size} * p.data_parallel, "sequence") +
+          " (batchSize " + std::to_string(s.batch_size) + " x dataParallel " +
+          std::to_string(p.data_parallel) + "). Training " + plural(t.steps, "step") +
+          ", learning rate " + FormatDouble(t.learning_rate) + " (" + LrScheduleName(t.schedule) +
+          ", " + plural(t.warmup_steps, "warmup step") + "), " + PrecisionName(t.precision) + ", ";
+  if (spec.model.lora) {
+    text += "LoRA rank " + std::to_string(spec.model.lora->rank) + " on " +
+            JoinNames(spec.model.lora->target_modules);
+  } else {
+    text += "full fine-tuning";
+  }
+  text += ". Model " + spec.model.config + ", data " + spec.data.path + " (" +
+          DataFormatName(spec.data.format) + "), output " + t.output_dir + ".";
+  return text;
+}
+
+}  // namespace skrull::api

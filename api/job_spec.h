@@ -1,0 +1,233 @@
+// The SkrullJob spec: the user's contract, the same document for a local run
+// and for Kubernetes. Reference: docs/job-spec.md.
+//
+//   apiVersion: skrull.io/v1alpha1
+//   kind: SkrullJob
+//   metadata: {name, namespace, labels, annotations}
+//   spec: {model, data, parallelism, scheduler, training, metrics,
+//          resources, image, tuning}
+//   status: {...}            # written by the controller; ignored on input
+//
+// Pipeline (LoadJobSpec does all of it):
+//   parse     YAML -> typed fields. Wrong types, unknown keys (with a "did you
+//             mean" hint against the keys allowed at that level), duplicate
+//             keys and unknown enum values are errors.
+//   validate  ranges and cross-field rules (ValidateJobSpec).
+//   default   ApplyDefaults: the defaults that depend on other fields or are
+//             written as empty; the static defaults are the member
+//             initializers below.
+//   resolve   relative paths against the job file's directory.
+// Errors from parse and validate are reported together, all of them, in one
+// InvalidArgument Status, one per line, in document order:
+//   <origin>:<line>:<column>: <field path>: <what is wrong, the value, what is allowed>
+//
+// Validation never touches the filesystem: whether model.config or data.path
+// exist is checked by the trainer when it opens them.
+//
+// A null YAML value (`steps:` or `steps: null`) means "not set": the default
+// applies (required fields report "required"). An empty string does the same
+// for optional string fields.
+//
+// Relative paths (model.config, model.weights, data.path, training.outputDir,
+// training.resumeFrom unless it is "latest") are resolved against the
+// directory of the job file by LoadJobSpecFile; `source_dir` records that
+// directory. Absolute paths are kept.
+//
+// Thread safety: a JobSpec is a plain value; components take it by const
+// reference and never mutate it. All functions here are thread-safe.
+#ifndef SKRULL_API_JOB_SPEC_H_
+#define SKRULL_API_JOB_SPEC_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace skrull::api {
+
+inline constexpr char kApiVersion[] = "skrull.io/v1alpha1";
+inline constexpr char kKind[] = "SkrullJob";
+
+struct LoraSpec {
+  int rank = 16;        // r, >= 1
+  double alpha = 32.0;  // scaling = alpha / rank
+  // Hugging Face projection names: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj.
+  std::vector<std::string> target_modules = {"q_proj", "k_proj", "v_proj", "o_proj"};
+};
+
+struct ModelSpec {
+  std::string config;            // path to a Hugging Face config.json (Llama / Qwen2)
+  std::string weights;           // safetensors file or folder; empty = random init
+  uint64_t seed = 0;             // random init seed when weights is empty
+  std::optional<LoraSpec> lora;  // absent = full fine-tuning
+};
+
+enum class DataFormat { kTokenizedJsonl, kTextJsonl };
+enum class OverLengthPolicy { kError, kTruncate, kSkip };
+enum class MalformedPolicy { kError, kSkip };
+
+struct DataSpec {
+  std::string path;  // a .jsonl file
+  DataFormat format = DataFormat::kTokenizedJsonl;
+  // Longest sample in tokens; 0 = bounded only by what the scheduler can
+  // place (bucketSize x contextParallel).
+  int64_t max_length_tokens = 0;
+  OverLengthPolicy over_length = OverLengthPolicy::kError;  // YAML: onOverLength
+  MalformedPolicy malformed = MalformedPolicy::kError;      // YAML: onMalformed
+};
+
+struct ParallelismSpec {
+  int nodes = 1;
+  int procs_per_node = 1;    // YAML: procsPerNode
+  int data_parallel = 1;     // YAML: dataParallel
+  int context_parallel = 1;  // YAML: contextParallel
+  // REQUIRES (validated): data_parallel * context_parallel == nodes * procs_per_node.
+  int WorldSize() const { return nodes * procs_per_node; }
+};
+
+enum class SchedulerPolicy { kSkrull, kCpAll, kSorted, kBalancedCp, kRoundRobin };
+
+struct SchedulerSpec {
+  SchedulerPolicy policy = SchedulerPolicy::kSkrull;
+  // YAML: bucketSize: <tokens> | auto; tokens may be written 26K (x 1024) or
+  // 1M (x 1048576). auto = take it from the offline profile. Left unset
+  // (false, 0), ApplyDefaults makes it auto.
+  bool bucket_size_auto = false;
+  int64_t bucket_size_tokens = 0;  // > 0 unless bucket_size_auto; tokens one rank may hold
+  int batch_size = 8;              // sequences per DP rank per step (global batch = dp x this)
+  uint64_t seed = 0;               // sampler seed (same on every rank)
+};
+
+enum class LrSchedule { kCosine, kLinear, kConstant };
+enum class Precision { kFp32, kBf16 };
+
+struct TrainingSpec {
+  int64_t steps = 100;
+  double learning_rate = 1e-4;  // peak LR after warmup
+  int64_t warmup_steps = 0;
+  LrSchedule schedule = LrSchedule::kCosine;
+  double min_lr_ratio = 0.1;  // final LR = learning_rate x this (cosine / linear)
+  double weight_decay = 0.0;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.95;
+  double adam_epsilon = 1e-8;
+  double grad_clip = 1.0;  // max global L2 norm; 0 disables
+  Precision precision = Precision::kFp32;
+  int64_t checkpoint_every = 0;  // steps; 0 = only at the end
+  std::string output_dir;        // default: runs/<metadata.name>
+  std::string resume_from;       // checkpoint dir, or "latest" in output_dir; empty = fresh
+  int64_t log_every = 1;         // steps between progress lines
+};
+
+struct MetricsSpec {
+  int port = 9400;          // rank r serves on port + local_rank; 0 = do not serve
+  std::string pushgateway;  // optional http(s)://host:port of a Pushgateway; empty = none
+};
+
+// Reserved for the controller; parsed and validated now.
+struct ResourcesSpec {
+  int gpus_per_proc = 1;  // 0 = CPU job
+  std::string cpu;        // Kubernetes quantity, e.g. "8"
+  std::string memory;     // Kubernetes quantity, e.g. "64Gi"
+};
+
+struct ImageSpec {
+  std::string repository = "ghcr.io/skrull/trainer";
+  std::string tag;                           // default: the build's version
+  std::string pull_policy = "IfNotPresent";  // Always | IfNotPresent | Never
+};
+
+struct TuningSpec {
+  bool enabled = false;                 // controller tunes bucketSize between runs
+  double target_memory_fraction = 0.9;  // aim peak memory at this fraction of capacity
+  int64_t min_bucket_size_tokens = 1024;
+  int64_t max_bucket_size_tokens = 1 << 20;
+};
+
+struct JobSpec {
+  // metadata
+  std::string name;                                // required; DNS-1123 label
+  std::string namespace_name = "default";          // YAML: namespace; DNS-1123 label
+  std::map<std::string, std::string> labels;       // Kubernetes label syntax
+  std::map<std::string, std::string> annotations;  // Kubernetes annotation keys; any values
+  // spec
+  ModelSpec model;
+  DataSpec data;
+  ParallelismSpec parallelism;
+  SchedulerSpec scheduler;
+  TrainingSpec training;
+  MetricsSpec metrics;
+  ResourcesSpec resources;
+  ImageSpec image;
+  TuningSpec tuning;
+  // Directory that relative paths were resolved against ("" when parsed from a string).
+  std::string source_dir;
+};
+
+// "latest" in training.resumeFrom: the newest complete checkpoint in outputDir.
+inline constexpr char kResumeLatest[] = "latest";
+
+// The values spec.model.lora.targetModules may take.
+inline constexpr const char* kLoraTargetModules[] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                                     "gate_proj", "up_proj", "down_proj"};
+
+// Parses, validates and defaults one YAML document (JSON works too).
+// `origin` names the source in messages (a file path, or "<string>").
+// Relative paths, including the default outputDir, are resolved against
+// `base_dir` when it is non-empty (and kept relative when it is empty);
+// source_dir = base_dir. Errors: InvalidArgument listing every problem, one
+// "<origin>:<line>:<column>: <path>: <message>" line each.
+StatusOr<JobSpec> LoadJobSpec(const std::string& yaml_text, const std::string& origin,
+                              const std::string& base_dir = "");
+
+// Reads `path` and calls LoadJobSpec with origin = `path` as given and
+// base_dir = the file's directory made absolute and normalized. NotFound
+// ("<path>: no such file") when it is missing.
+StatusOr<JobSpec> LoadJobSpecFile(const std::string& path);
+
+// Checks a spec built or changed in code (e.g. by the tuner) against the same
+// rules as LoadJobSpec: OK, or InvalidArgument listing every problem as
+// "<origin>: <field path>: <message>". Accepts a spec before or after
+// ApplyDefaults.
+Status ValidateJobSpec(const JobSpec& spec, const std::string& origin = "<JobSpec>");
+
+// Fills the defaults that depend on other fields or that empty values stand
+// for: namespace "default", bucketSize auto when unset (0 and not auto),
+// outputDir runs/<name>, image.repository / image.pullPolicy from ImageSpec's
+// initializers, image.tag DefaultImageTag(). Idempotent. Does not resolve
+// paths.
+void ApplyDefaults(JobSpec* spec);
+
+// The image tag a defaulted spec gets: this build's version ("0.1.0").
+const char* DefaultImageTag();
+
+// One paragraph for logs and `skrull-job validate`: name, world size and its
+// DP x CP split, policy, bucket size, global batch, steps and learning rate.
+// REQUIRES: spec is valid.
+std::string DescribeJobSpec(const JobSpec& spec);
+
+// Serializes to a SkrullJob YAML document (every field, defaults included).
+// LoadJobSpec(ToYaml(s)) == s (round trip; tested).
+std::string ToYaml(const JobSpec& spec);
+
+// Field-by-field equality of everything the document carries; `source_dir`
+// (where the document came from) is not compared.
+bool operator==(const JobSpec& a, const JobSpec& b);
+inline bool operator!=(const JobSpec& a, const JobSpec& b) { return !(a == b); }
+
+// Enum <-> YAML spelling ("skrull", "cp-all", "tokenized-jsonl", "bf16", ...).
+const char* PolicyName(SchedulerPolicy p);
+// InvalidArgument for an unknown name, listing the allowed ones.
+StatusOr<SchedulerPolicy> ParsePolicyName(const std::string& name);
+const char* DataFormatName(DataFormat f);
+const char* OverLengthPolicyName(OverLengthPolicy p);
+const char* MalformedPolicyName(MalformedPolicy p);
+const char* LrScheduleName(LrSchedule s);
+const char* PrecisionName(Precision p);
+
+}  // namespace skrull::api
+
+#endif  // SKRULL_API_JOB_SPEC_H_

@@ -1,0 +1,145 @@
+#include "api/parse.h"
+
+#include "api/enum_names.h"
+#include "api/yaml_reader.h"
+
+namespace skrull::api {
+namespace {
+
+void ParseMetadata(MapReader& m, JobSpec* s) {
+  m.Read("name", &s->name);
+  m.Read("namespace", &s->namespace_name);
+  m.ReadStringMap("labels", &s->labels);
+  m.ReadStringMap("annotations", &s->annotations);
+  for (const char* field : kServerMetadataFields) m.Ignore(field);
+}
+
+void ParseModel(MapReader& m, ModelSpec* model) {
+  m.Read("config", &model->config);
+  m.Read("weights", &model->weights);
+  m.Read("seed", &model->seed);
+  if (m.Has("lora")) {
+    model->lora = LoraSpec{};
+  } else if (m.HasKey("lora")) {
+    // Enable with defaults, or not at all? Make the user say which.
+    m.Reject("lora",
+             "is empty; write 'lora: {}' for LoRA with default settings, or remove it "
+             "for full fine-tuning");
+  }
+  MapReader lora = m.Child("lora");
+  if (model->lora) {
+    lora.Read("rank", &model->lora->rank);
+    lora.Read("alpha", &model->lora->alpha);
+    lora.ReadStringList("targetModules", &model->lora->target_modules);
+  }
+  lora.Finish();
+}
+
+void ParseData(MapReader& m, DataSpec* data) {
+  m.Read("path", &data->path);
+  m.ReadEnum("format", kDataFormatNames, &data->format);
+  m.ReadTokens("maxLength", &data->max_length_tokens);
+  m.ReadEnum("onOverLength", kOverLengthPolicyNames, &data->over_length);
+  m.ReadEnum("onMalformed", kMalformedPolicyNames, &data->malformed);
+}
+
+void ParseParallelism(MapReader& m, ParallelismSpec* p) {
+  m.Read("nodes", &p->nodes);
+  m.Read("procsPerNode", &p->procs_per_node);
+  m.Read("dataParallel", &p->data_parallel);
+  m.Read("contextParallel", &p->context_parallel);
+}
+
+void ParseScheduler(MapReader& m, SchedulerSpec* s) {
+  m.ReadEnum("policy", kSchedulerPolicyNames, &s->policy);
+  m.ReadBucketSize("bucketSize", &s->bucket_size_auto, &s->bucket_size_tokens);
+  m.Read("batchSize", &s->batch_size);
+  m.Read("seed", &s->seed);
+}
+
+void ParseTraining(MapReader& m, TrainingSpec* t) {
+  m.Read("steps", &t->steps);
+  m.Read("learningRate", &t->learning_rate);
+  m.Read("warmupSteps", &t->warmup_steps);
+  m.ReadEnum("schedule", kLrScheduleNames, &t->schedule);
+  m.Read("minLrRatio", &t->min_lr_ratio);
+  m.Read("weightDecay", &t->weight_decay);
+  m.Read("adamBeta1", &t->adam_beta1);
+  m.Read("adamBeta2", &t->adam_beta2);
+  m.Read("adamEpsilon", &t->adam_epsilon);
+  m.Read("gradClip", &t->grad_clip);
+  m.ReadEnum("precision", kPrecisionNames, &t->precision);
+  m.Read("checkpointEvery", &t->checkpoint_every);
+  m.Read("outputDir", &t->output_dir);
+  m.Read("resumeFrom", &t->resume_from);
+  m.Read("logEvery", &t->log_every);
+}
+
+void ParseMetrics(MapReader& m, MetricsSpec* metrics) {
+  m.Read("port", &metrics->port);
+  m.Read("pushgateway", &metrics->pushgateway);
+}
+
+void ParseResources(MapReader& m, ResourcesSpec* r) {
+  m.Read("gpusPerProc", &r->gpus_per_proc);
+  m.Read("cpu", &r->cpu);
+  m.Read("memory", &r->memory);
+}
+
+void ParseImage(MapReader& m, ImageSpec* image) {
+  m.Read("repository", &image->repository);
+  m.Read("tag", &image->tag);
+  m.Read("pullPolicy", &image->pull_policy);
+}
+
+void ParseTuning(MapReader& m, TuningSpec* t) {
+  m.Read("enabled", &t->enabled);
+  m.Read("targetMemoryFraction", &t->target_memory_fraction);
+  m.ReadTokens("minBucketSizeTokens", &t->min_bucket_size_tokens);
+  m.ReadTokens("maxBucketSizeTokens", &t->max_bucket_size_tokens);
+}
+
+// Reads `key` of `parent` as a mapping with `parse` and finishes it.
+template <typename T>
+void ParseSection(MapReader& parent, const char* key, void (*parse)(MapReader&, T*), T* out) {
+  MapReader section = parent.Child(key);
+  parse(section, out);
+  section.Finish();
+}
+
+}  // namespace
+
+ParsedJobSpec ParseJobSpec(const YAML::Node& doc, Diagnostics* diag) {
+  ParsedJobSpec parsed;
+  if (!doc.IsMap()) {
+    diag->Add(PositionOf(doc), "",
+              doc.IsNull() ? "the document is empty; expected a SkrullJob with apiVersion, kind, "
+                             "metadata and spec"
+                           : "expected a SkrullJob mapping with apiVersion, kind, metadata and "
+                             "spec, got " +
+                                 DescribeValue(doc));
+    parsed.fields.invalid.insert("");
+    return parsed;
+  }
+  JobSpec& s = parsed.spec;
+  MapReader root(doc, "", &parsed.fields, diag);
+  root.Read("apiVersion", &parsed.api_version);
+  root.Read("kind", &parsed.kind);
+  ParseSection(root, "metadata", ParseMetadata, &s);
+  MapReader spec = root.Child("spec");
+  ParseSection(spec, "model", ParseModel, &s.model);
+  ParseSection(spec, "data", ParseData, &s.data);
+  ParseSection(spec, "parallelism", ParseParallelism, &s.parallelism);
+  ParseSection(spec, "scheduler", ParseScheduler, &s.scheduler);
+  ParseSection(spec, "training", ParseTraining, &s.training);
+  ParseSection(spec, "metrics", ParseMetrics, &s.metrics);
+  ParseSection(spec, "resources", ParseResources, &s.resources);
+  ParseSection(spec, "image", ParseImage, &s.image);
+  ParseSection(spec, "tuning", ParseTuning, &s.tuning);
+  spec.Finish();
+  root.Ignore("status");
+  root.Finish();
+  return parsed;
+}
+
+}  // namespace skrull::api

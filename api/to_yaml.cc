@@ -1,0 +1,185 @@
+// ToYaml: JobSpec -> a SkrullJob document carrying every field.
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <string>
+
+#include "api/diagnostics.h"
+#include "api/job_spec.h"
+
+namespace skrull::api {
+namespace {
+
+// Strings another YAML reader would take for null, a boolean or a number
+// (tag: 1.0, cpu: 8, a label value "true") are quoted so every reader sees a
+// string; yaml-cpp quotes the rest where the syntax needs it.
+bool LooksTyped(const std::string& s) {
+  if (s.empty()) return true;
+  std::string lower;
+  for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* word : {"null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", ".inf",
+                           "+.inf", "-.inf", ".nan"}) {
+    if (lower == word) return true;
+  }
+  auto digit = [&](size_t i) {
+    return i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]));
+  };
+  if (digit(0)) return true;
+  if (s[0] == '+' || s[0] == '-') return digit(1) || (s.size() > 1 && s[1] == '.' && digit(2));
+  return s[0] == '.' && digit(1);
+}
+
+class Writer {
+ public:
+  Writer() { out_ << YAML::BeginMap; }
+
+  Writer& Str(const char* key, const std::string& value) {
+    out_ << YAML::Key << key << YAML::Value;
+    Scalar(value);
+    return *this;
+  }
+  Writer& Raw(const char* key, const std::string& plain) {
+    out_ << YAML::Key << key << YAML::Value << plain;
+    return *this;
+  }
+  Writer& Int(const char* key, int64_t value) { return Raw(key, std::to_string(value)); }
+  Writer& Uint(const char* key, uint64_t value) { return Raw(key, std::to_string(value)); }
+  Writer& Num(const char* key, double value) { return Raw(key, FormatDouble(value)); }
+  Writer& Bool(const char* key, bool value) { return Raw(key, value ? "true" : "false"); }
+  Writer& Map(const char* key, const std::map<std::string, std::string>& map) {
+    out_ << YAML::Key << key << YAML::Value;
+    if (map.empty()) out_ << YAML::Flow;
+    out_ << YAML::BeginMap;
+    for (const auto& [k, v] : map) {
+      out_ << YAML::Key;
+      Scalar(k);
+      out_ << YAML::Value;
+      Scalar(v);
+    }
+    out_ << YAML::EndMap;
+    return *this;
+  }
+  Writer& List(const char* key, const std::vector<std::string>& items) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& item : items) Scalar(item);
+    out_ << YAML::EndSeq;
+    return *this;
+  }
+  Writer& Begin(const char* key) {
+    out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
+    return *this;
+  }
+  Writer& End() {
+    out_ << YAML::EndMap;
+    return *this;
+  }
+  std::string Finish() {
+    out_ << YAML::EndMap;
+    return std::string(out_.c_str()) + "\n";
+  }
+
+ private:
+  void Scalar(const std::string& s) {
+    if (LooksTyped(s)) out_ << YAML::DoubleQuoted;
+    out_ << s;
+  }
+  YAML::Emitter out_;
+};
+
+}  // namespace
+
+std::string ToYaml(const JobSpec& s) {
+  Writer w;
+  w.Str("apiVersion", kApiVersion).Str("kind", kKind);
+  w.Begin("metadata")
+      .Str("name", s.name)
+      .Str("namespace", s.namespace_name)
+      .Map("labels", s.labels)
+      .Map("annotations", s.annotations)
+      .End();
+  w.Begin("spec");
+
+  w.Begin("model").Str("config", s.model.config).Str("weights", s.model.weights);
+  w.Uint("seed", s.model.seed);
+  if (s.model.lora) {
+    w.Begin("lora")
+        .Int("rank", s.model.lora->rank)
+        .Num("alpha", s.model.lora->alpha)
+        .List("targetModules", s.model.lora->target_modules)
+        .End();
+  }
+  w.End();
+
+  const DataSpec& d = s.data;
+  w.Begin("data")
+      .Str("path", d.path)
+      .Raw("format", DataFormatName(d.format))
+      .Int("maxLength", d.max_length_tokens)
+      .Raw("onOverLength", OverLengthPolicyName(d.over_length))
+      .Raw("onMalformed", MalformedPolicyName(d.malformed))
+      .End();
+
+  const ParallelismSpec& p = s.parallelism;
+  w.Begin("parallelism")
+      .Int("nodes", p.nodes)
+      .Int("procsPerNode", p.procs_per_node)
+      .Int("dataParallel", p.data_parallel)
+      .Int("contextParallel", p.context_parallel)
+      .End();
+
+  const SchedulerSpec& sc = s.scheduler;
+  w.Begin("scheduler").Raw("policy", PolicyName(sc.policy));
+  if (sc.bucket_size_auto) {
+    w.Raw("bucketSize", "auto");
+  } else {
+    w.Int("bucketSize", sc.bucket_size_tokens);
+  }
+  w.Int("batchSize", sc.batch_size).Uint("seed", sc.seed).End();
+
+  const TrainingSpec& t = s.training;
+  w.Begin("training")
+      .Int("steps", t.steps)
+      .Num("learningRate", t.learning_rate)
+      .Int("warmupSteps", t.warmup_steps)
+      .Raw("schedule", LrScheduleName(t.schedule))
+      .Num("minLrRatio", t.min_lr_ratio)
+      .Num("weightDecay", t.weight_decay)
+      .Num("adamBeta1", t.adam_beta1)
+      .Num("adamBeta2", t.adam_beta2)
+      .Num("adamEpsilon", t.adam_epsilon)
+      .Num("gradClip", t.grad_clip)
+      .Raw("precision", PrecisionName(t.precision))
+      .Int("checkpointEvery", t.checkpoint_every)
+      .Str("outputDir", t.output_dir)
+      .Str("resumeFrom", t.resume_from)
+      .Int("logEvery", t.log_every)
+      .End();
+
+  w.Begin("metrics").Int("port", s.metrics.port).Str("pushgateway", s.metrics.pushgateway).End();
+
+  const ResourcesSpec& r = s.resources;
+  w.Begin("resources")
+      .Int("gpusPerProc", r.gpus_per_proc)
+      .Str("cpu", r.cpu)
+      .Str("memory", r.memory)
+      .End();
+
+  w.Begin("image")
+      .Str("repository", s.image.repository)
+      .Str("tag", s.image.tag)
+      .Str("pullPolicy", s.image.pull_policy)
+      .End();
+
+  const TuningSpec& tu = s.tuning;
+  w.Begin("tuning")
+      .Bool("enabled", tu.enabled)
+      .Num("targetMemoryFraction", tu.target_memory_fraction)
+      .Int("minBucketSizeTokens", tu.min_bucket_size_tokens)
+      .Int("maxBucketSizeTokens", tu.max_bucket_size_tokens)
+      .End();
+
+  w.End();  // spec
+  return w.Finish();
+}
+
+}  // namespace skrull::api

@@ -1,0 +1,284 @@
+#include "api/validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "api/enum_names.h"
+#include "api/syntax.h"
+
+namespace skrull::api {
+namespace {
+
+std::string Str(int64_t v) { return std::to_string(v); }
+std::string Str(double v) { return FormatDouble(v); }
+
+// Reports errors at a field's position and skips fields the parser rejected.
+class Checker {
+ public:
+  Checker(const FieldIndex& fields, Diagnostics* diag) : fields_(fields), diag_(diag) {}
+
+  void Error(const std::string& path, const std::string& message) {
+    diag_->Add(fields_.PositionOf(path), path, message);
+  }
+  // False when the parser rejected `path` or a mapping above it (whose fields
+  // then all hold defaults): those were reported already.
+  bool Usable(const std::string& path) const {
+    for (std::string p = path; !p.empty(); p = ParentPath(p)) {
+      if (fields_.IsInvalid(p)) return false;
+    }
+    return true;
+  }
+  // Whether rules across the fields of `section` can be judged: every field
+  // named there was read (no typos, no duplicates).
+  bool Complete(const std::string& section) const { return fields_.incomplete.count(section) == 0; }
+
+  void AtLeast(const std::string& path, int64_t value, int64_t min) {
+    if (Usable(path) && value < min) {
+      Error(path, "must be >= " + Str(min) + " (got " + Str(value) + ")");
+    }
+  }
+  void AtLeast(const std::string& path, double value, double min) {
+    if (Usable(path) && value < min) {
+      Error(path, "must be >= " + Str(min) + " (got " + Str(value) + ")");
+    }
+  }
+  void Positive(const std::string& path, double value) {
+    if (Usable(path) && !(value > 0)) Error(path, "must be > 0 (got " + Str(value) + ")");
+  }
+  // lo <= value <= hi, or value < hi when !hi_closed; lo < value when !lo_closed.
+  void InRange(const std::string& path, double value, double lo, bool lo_closed, double hi,
+               bool hi_closed) {
+    if (!Usable(path)) return;
+    bool ok = (lo_closed ? value >= lo : value > lo) && (hi_closed ? value <= hi : value < hi);
+    if (ok) return;
+    Error(path, std::string("must be in ") + (lo_closed ? "[" : "(") + Str(lo) + ", " + Str(hi) +
+                    (hi_closed ? "]" : ")") + " (got " + Str(value) + ")");
+  }
+  void InRange(const std::string& path, int64_t value, int64_t lo, int64_t hi) {
+    if (Usable(path) && (value < lo || value > hi)) {
+      Error(path, "must be in " + Str(lo) + ".." + Str(hi) + " (got " + Str(value) + ")");
+    }
+  }
+  // `check` is one of the Check* functions of syntax.h.
+  void Syntax(const std::string& path, const std::string& value,
+              std::string (*check)(std::string_view)) {
+    if (!Usable(path)) return;
+    std::string problem = check(value);
+    if (!problem.empty()) Error(path, problem + " (got " + Quote(value) + ")");
+  }
+  void Required(const std::string& path, const std::string& value, const std::string& what) {
+    if (Usable(path) && value.empty()) Error(path, "required: " + what);
+  }
+
+ private:
+  const FieldIndex& fields_;
+  Diagnostics* diag_;
+};
+
+void CheckHeader(const ParsedJobSpec& p, Checker& c) {
+  if (p.api_version.empty()) {
+    c.Required("apiVersion", p.api_version, std::string("write apiVersion: ") + kApiVersion);
+  } else if (c.Usable("apiVersion") && p.api_version != kApiVersion) {
+    c.Error("apiVersion",
+            std::string("must be ") + kApiVersion + " (got " + Quote(p.api_version) + ")");
+  }
+  if (p.kind.empty()) {
+    c.Required("kind", p.kind, std::string("write kind: ") + kKind);
+  } else if (c.Usable("kind") && p.kind != kKind) {
+    c.Error("kind", std::string("must be ") + kKind + " (got " + Quote(p.kind) + ")");
+  }
+}
+
+void CheckStringMap(const std::string& path, const std::map<std::string, std::string>& map,
+                    bool check_values, Checker& c) {
+  for (const auto& [key, value] : map) {
+    const std::string entry = path + "[" + key + "]";
+    std::string problem = CheckLabelKey(key);
+    if (!problem.empty()) c.Error(entry, "key " + problem + " (got " + Quote(key) + ")");
+    if (check_values) {
+      problem = CheckLabelValue(value);
+      if (!problem.empty()) c.Error(entry, "value " + problem + " (got " + Quote(value) + ")");
+    }
+  }
+}
+
+void CheckMetadata(const JobSpec& s, Checker& c) {
+  if (s.name.empty()) {
+    c.Required("metadata.name", s.name, "a DNS-1123 label such as my-job");
+  } else {
+    c.Syntax("metadata.name", s.name, CheckDns1123Label);
+  }
+  if (!s.namespace_name.empty())
+    c.Syntax("metadata.namespace", s.namespace_name, CheckDns1123Label);
+  CheckStringMap("metadata.labels", s.labels, /*check_values=*/true, c);
+  CheckStringMap("metadata.annotations", s.annotations, /*check_values=*/false, c);
+}
+
+void CheckModel(const ModelSpec& m, Checker& c) {
+  c.Required("spec.model.config", m.config, "path to a Hugging Face config.json");
+  if (!m.lora) return;
+  c.AtLeast("spec.model.lora.rank", int64_t{m.lora->rank}, 1);
+  c.Positive("spec.model.lora.alpha", m.lora->alpha);
+  const std::string modules = "spec.model.lora.targetModules";
+  if (!c.Usable(modules)) return;
+  if (m.lora->target_modules.empty()) {
+    c.Error(modules, "must name at least one of " + JoinNames(NamesOf(kLoraTargetModules)));
+  }
+  const std::vector<std::string> allowed = NamesOf(kLoraTargetModules);
+  for (size_t i = 0; i < m.lora->target_modules.size(); ++i) {
+    const std::string& name = m.lora->target_modules[i];
+    const std::string path = modules + "[" + std::to_string(i) + "]";
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      c.Error(path, "must be one of " + JoinNames(allowed) + " (got " + Quote(name) + ")" +
+                        DidYouMean(name, allowed));
+    } else if (std::find(m.lora->target_modules.begin(), m.lora->target_modules.begin() + i,
+                         name) != m.lora->target_modules.begin() + i) {
+      c.Error(path, "duplicate module " + Quote(name));
+    }
+  }
+}
+
+void CheckData(const DataSpec& d, Checker& c) {
+  c.Required("spec.data.path", d.path, "path to a .jsonl file");
+  c.AtLeast("spec.data.maxLength", d.max_length_tokens, 0);
+}
+
+void CheckParallelism(const ParallelismSpec& p, Checker& c) {
+  const std::string base = "spec.parallelism";
+  struct Field {
+    const char* name;
+    int value;
+  };
+  const Field fields[] = {{"nodes", p.nodes},
+                          {"procsPerNode", p.procs_per_node},
+                          {"dataParallel", p.data_parallel},
+                          {"contextParallel", p.context_parallel}};
+  bool all_usable = c.Complete(base);
+  for (const Field& f : fields) {
+    const std::string path = base + "." + f.name;
+    all_usable = all_usable && c.Usable(path) && f.value >= 1;
+    c.AtLeast(path, int64_t{f.value}, 1);
+  }
+  if (!all_usable) return;
+  const int64_t world = int64_t{p.nodes} * p.procs_per_node;
+  const int64_t grid = int64_t{p.data_parallel} * p.context_parallel;
+  if (world == grid) return;
+  std::vector<std::string> fixes;
+  if (world % p.context_parallel == 0) {
+    fixes.push_back("dataParallel: " + Str(world / p.context_parallel));
+  }
+  if (world % p.data_parallel == 0) {
+    fixes.push_back("contextParallel: " + Str(world / p.data_parallel));
+  }
+  if (grid % p.nodes == 0) fixes.push_back("procsPerNode: " + Str(grid / p.nodes));
+  std::string fix;
+  for (const std::string& f : fixes) fix += (fix.empty() ? "set " : ", or ") + f;
+  if (fix.empty()) fix = "choose dataParallel x contextParallel = " + Str(world);
+  c.Error(base,
+          "dataParallel x contextParallel must equal nodes x procsPerNode (the world "
+          "size), but dataParallel (" +
+              Str(int64_t{p.data_parallel}) + ") x contextParallel (" +
+              Str(int64_t{p.context_parallel}) + ") = " + Str(grid) + " and nodes (" +
+              Str(int64_t{p.nodes}) + ") x procsPerNode (" + Str(int64_t{p.procs_per_node}) +
+              ") = " + Str(world) + "; " + fix);
+}
+
+void CheckScheduler(const SchedulerSpec& s, Checker& c) {
+  // 0 = unset (ApplyDefaults makes it auto). A 0 written in YAML is rejected
+  // by the parser, which knows it was written.
+  const std::string bucket = "spec.scheduler.bucketSize";
+  if (!s.bucket_size_auto && s.bucket_size_tokens < 0 && c.Usable(bucket)) {
+    c.Error(bucket, "must be > 0 tokens or 'auto' (got " + Str(s.bucket_size_tokens) + ")");
+  }
+  c.AtLeast("spec.scheduler.batchSize", int64_t{s.batch_size}, 1);
+}
+
+void CheckTraining(const TrainingSpec& t, Checker& c) {
+  const std::string base = "spec.training.";
+  c.AtLeast(base + "steps", t.steps, 1);
+  c.Positive(base + "learningRate", t.learning_rate);
+  c.AtLeast(base + "warmupSteps", t.warmup_steps, 0);
+  if (c.Complete("spec.training") && c.Usable(base + "steps") && c.Usable(base + "warmupSteps") &&
+      t.steps >= 1 && t.warmup_steps >= t.steps) {
+    c.Error(base + "warmupSteps",
+            "must be < steps (" + Str(t.steps) + ") (got " + Str(t.warmup_steps) + ")");
+  }
+  c.InRange(base + "minLrRatio", t.min_lr_ratio, 0, true, 1, true);
+  c.AtLeast(base + "weightDecay", t.weight_decay, 0.0);
+  c.InRange(base + "adamBeta1", t.adam_beta1, 0, true, 1, false);
+  c.InRange(base + "adamBeta2", t.adam_beta2, 0, true, 1, false);
+  c.Positive(base + "adamEpsilon", t.adam_epsilon);
+  c.AtLeast(base + "gradClip", t.grad_clip, 0.0);
+  c.AtLeast(base + "checkpointEvery", t.checkpoint_every, 0);
+  c.AtLeast(base + "logEvery", t.log_every, 1);
+}
+
+void CheckMetrics(const MetricsSpec& m, const ParallelismSpec& p, Checker& c) {
+  const std::string port = "spec.metrics.port";
+  c.InRange(port, int64_t{m.port}, 0, 65535);
+  if (c.Complete("spec.parallelism") && c.Usable(port) &&
+      c.Usable("spec.parallelism.procsPerNode") && m.port > 0 && m.port <= 65535 &&
+      p.procs_per_node > 1 && int64_t{m.port} + p.procs_per_node - 1 > 65535) {
+    c.Error(port, "ranks serve on port + local rank, so with procsPerNode " +
+                      Str(int64_t{p.procs_per_node}) +
+                      " it must be <= " + Str(int64_t{65535} - p.procs_per_node + 1) + " (got " +
+                      Str(int64_t{m.port}) + ")");
+  }
+  if (!m.pushgateway.empty())
+    c.Syntax("spec.metrics.pushgateway", m.pushgateway, CheckHttpHostPort);
+}
+
+void CheckResources(const ResourcesSpec& r, Checker& c) {
+  c.AtLeast("spec.resources.gpusPerProc", int64_t{r.gpus_per_proc}, 0);
+  if (!r.cpu.empty()) c.Syntax("spec.resources.cpu", r.cpu, CheckQuantity);
+  if (!r.memory.empty()) c.Syntax("spec.resources.memory", r.memory, CheckQuantity);
+}
+
+void CheckImage(const ImageSpec& i, Checker& c) {
+  if (!i.repository.empty()) c.Syntax("spec.image.repository", i.repository, CheckImageRepository);
+  if (!i.tag.empty()) c.Syntax("spec.image.tag", i.tag, CheckImageTag);
+  const std::string policy = "spec.image.pullPolicy";
+  const std::vector<std::string> allowed = NamesOf(kPullPolicies);
+  if (!i.pull_policy.empty() && c.Usable(policy) &&
+      std::find(allowed.begin(), allowed.end(), i.pull_policy) == allowed.end()) {
+    c.Error(policy, "must be one of " + JoinNames(allowed) + " (got " + Quote(i.pull_policy) + ")" +
+                        DidYouMean(i.pull_policy, allowed));
+  }
+}
+
+void CheckTuning(const TuningSpec& t, Checker& c) {
+  const std::string base = "spec.tuning.";
+  c.InRange(base + "targetMemoryFraction", t.target_memory_fraction, 0, false, 1, true);
+  c.AtLeast(base + "minBucketSizeTokens", t.min_bucket_size_tokens, 1);
+  c.AtLeast(base + "maxBucketSizeTokens", t.max_bucket_size_tokens, 1);
+  if (c.Complete("spec.tuning") && c.Usable(base + "minBucketSizeTokens") &&
+      c.Usable(base + "maxBucketSizeTokens") && t.min_bucket_size_tokens >= 1 &&
+      t.min_bucket_size_tokens > t.max_bucket_size_tokens) {
+    c.Error(base + "minBucketSizeTokens", "must be <= maxBucketSizeTokens (" +
+                                              Str(t.max_bucket_size_tokens) + ") (got " +
+                                              Str(t.min_bucket_size_tokens) + ")");
+  }
+}
+
+}  // namespace
+
+void CollectValidationErrors(const ParsedJobSpec& parsed, Diagnostics* diag) {
+  if (parsed.fields.IsInvalid("")) return;  // not a mapping at all; already reported
+  Checker c(parsed.fields, diag);
+  const JobSpec& s = parsed.spec;
+  CheckHeader(parsed, c);
+  CheckMetadata(s, c);
+  CheckModel(s.model, c);
+  CheckData(s.data, c);
+  CheckParallelism(s.parallelism, c);
+  CheckScheduler(s.scheduler, c);
+  CheckTraining(s.training, c);
+  CheckMetrics(s.metrics, s.parallelism, c);
+  CheckResources(s.resources, c);
+  CheckImage(s.image, c);
+  CheckTuning(s.tuning, c);
+}
+
+}  // namespace skrull::api

@@ -1,0 +1,391 @@
+#include "api/yaml_reader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace skrull::api {
+
+StatusOr<YAML::Node> LoadYamlDocument(const std::string& text, const std::string& origin) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    std::string where = origin;
+    if (!e.mark.is_null()) {
+      where += ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
+    }
+    return InvalidArgumentError(where + ": invalid YAML: " + e.msg);
+  }
+  if (docs.empty()) return YAML::Node();
+  if (docs.size() > 1) {
+    return InvalidArgumentError(origin + ": expected one YAML document, found " +
+                                std::to_string(docs.size()) + " (separated by ---)");
+  }
+  return docs.front();
+}
+
+SourcePos PositionOf(const YAML::Node& node) {
+  YAML::Mark mark = node.Mark();
+  if (mark.is_null()) return SourcePos{};
+  return SourcePos{mark.line, mark.column};
+}
+
+std::string DescribeValue(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return Quote(node.Scalar());
+    default:
+      return "nothing";
+  }
+}
+
+namespace {
+
+// Strict decimal: optional sign, digits, nothing else.
+bool ParseInt64(std::string_view text, int64_t* out, bool* out_of_range) {
+  *out_of_range = false;
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  if (text.empty()) return false;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+  if (ptr != end) return false;
+  if (ec == std::errc::result_out_of_range) *out_of_range = true;
+  return ec == std::errc();
+}
+
+bool ParseDouble(std::string_view text, double* out) {
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  if (text.empty()) return false;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+  return ptr == end && ec == std::errc() && std::isfinite(*out);
+}
+
+}  // namespace
+
+std::optional<int64_t> ParseTokenCount(std::string_view text) {
+  int64_t multiplier = 1;
+  if (!text.empty()) {
+    char last = text.back();
+    if (last == 'k' || last == 'K') multiplier = int64_t{1} << 10;
+    if (last == 'm' || last == 'M') multiplier = int64_t{1} << 20;
+    if (multiplier != 1) text.remove_suffix(1);
+  }
+  int64_t value = 0;
+  bool out_of_range = false;
+  if (!ParseInt64(text, &value, &out_of_range)) return std::nullopt;
+  if (value > std::numeric_limits<int64_t>::max() / multiplier ||
+      value < std::numeric_limits<int64_t>::min() / multiplier) {
+    return std::nullopt;
+  }
+  return value * multiplier;
+}
+
+MapReader::MapReader(const YAML::Node& node, std::string path, FieldIndex* index, Diagnostics* diag)
+    : path_(std::move(path)), index_(index), diag_(diag) {
+  if (!node.IsMap()) return;
+  std::map<std::string, int> first_line;
+  // yaml-cpp iterators yield (key, value) pairs by value: copy the nodes, never
+  // keep references into `*it`.
+  for (const auto& pair : node) {
+    const YAML::Node key = pair.first;
+    if (!key.IsScalar()) {
+      diag_->Add(PositionOf(key), path_, "field names must be strings, got " + DescribeValue(key));
+      index_->incomplete.insert(path_);
+      continue;
+    }
+    auto [pos, inserted] = first_line.emplace(key.Scalar(), key.Mark().line + 1);
+    if (!inserted) {
+      diag_->Add(PositionOf(key), PathOf(key.Scalar()),
+                 "duplicate field (first set at line " + std::to_string(pos->second) + ")");
+      index_->incomplete.insert(path_);
+      continue;
+    }
+    entries_.push_back(Entry{key.Scalar(), key, pair.second});
+  }
+}
+
+MapReader::~MapReader() { SKRULL_CHECK(finished_) << "MapReader(" << path_ << ") not finished"; }
+
+bool MapReader::Has(std::string_view key) const {
+  for (const Entry& e : entries_) {
+    if (e.key == key) return !e.value.IsNull();
+  }
+  return false;
+}
+
+bool MapReader::HasKey(std::string_view key) const {
+  for (const Entry& e : entries_) {
+    if (e.key == key) return true;
+  }
+  return false;
+}
+
+void MapReader::Reject(std::string_view key, const std::string& message) {
+  Claim(key);
+  std::string path = PathOf(key);
+  diag_->Add(index_->PositionOf(path), path, message);
+  index_->invalid.insert(path);
+}
+
+const MapReader::Entry* MapReader::Claim(std::string_view key) {
+  if (std::find(allowed_.begin(), allowed_.end(), key) == allowed_.end()) {
+    allowed_.emplace_back(key);
+  }
+  for (const Entry& e : entries_) {
+    if (e.key != key) continue;
+    const YAML::Node& anchor = e.value.IsScalar() ? e.value : e.key_node;
+    index_->positions[PathOf(key)] = PositionOf(anchor);
+    return e.value.IsNull() ? nullptr : &e;
+  }
+  return nullptr;
+}
+
+void MapReader::Reject(const Entry& e, const std::string& message) { Reject(e.key, message); }
+
+const std::string* MapReader::ScalarOf(const Entry& e, const char* what) {
+  if (e.value.IsScalar()) return &e.value.Scalar();
+  Reject(e, std::string("expected ") + what + ", got " + DescribeValue(e.value));
+  return nullptr;
+}
+
+void MapReader::Read(std::string_view key, std::string* out) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  if (const std::string* text = ScalarOf(*e, "a string")) *out = *text;
+}
+
+std::optional<int64_t> MapReader::IntegerOf(const Entry& e) {
+  const std::string* text = ScalarOf(e, "an integer");
+  if (text == nullptr) return std::nullopt;
+  int64_t value = 0;
+  bool out_of_range = false;
+  if (ParseInt64(*text, &value, &out_of_range)) return value;
+  if (out_of_range) {
+    Reject(e, "is out of range for a 64-bit integer (got " + *text + ")");
+  } else {
+    Reject(e, "expected an integer, got " + Quote(*text));
+  }
+  return std::nullopt;
+}
+
+void MapReader::Read(std::string_view key, int64_t* out) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  if (std::optional<int64_t> value = IntegerOf(*e)) *out = *value;
+}
+
+void MapReader::Read(std::string_view key, int* out) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  std::optional<int64_t> value = IntegerOf(*e);
+  if (!value) return;
+  constexpr int64_t kMin = std::numeric_limits<int>::min();
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  if (*value < kMin || *value > kMax) {
+    Reject(*e, "must be between " + std::to_string(kMin) + " and " + std::to_string(kMax) +
+                   " (got " + std::to_string(*value) + ")");
+    return;
+  }
+  *out = static_cast<int>(*value);
+}
+
+void MapReader::Read(std::string_view key, uint64_t* out) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  const std::string* text = ScalarOf(*e, "a non-negative integer");
+  if (text == nullptr) return;
+  std::string_view digits = *text;
+  if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
+  uint64_t value = 0;
+  const char* end = digits.data() + digits.size();
+  auto [ptr, ec] = std::from_chars(digits.data(), end, value);
+  if (!digits.empty() && ptr == end && ec == std::errc()) {
+    *out = value;
+  } else if (!digits.empty() && ptr == end && ec == std::errc::result_out_of_range) {
+    Reject(*e, "is out of range for a 64-bit unsigned integer (got " + *text + ")");
+  } else {
+    int64_t negative = 0;
+    bool out_of_range = false;
+    if (ParseInt64(*text, &negative, &out_of_range) && negative < 0) {
+      Reject(*e, "must be >= 0 (got " + *text + ")");
+    } else {
+      Reject(*e, "expected a non-negative integer, got " + Quote(*text));
+    }
+  }
+}
+
+void MapReader::Read(std::string_view key, double* out) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  const std::string* text = ScalarOf(*e, "a number");
+  if (text == nullptr) return;
+  double value = 0;
+  if (ParseDouble(*text, &value)) {
+    *out = value;
+  } else {
+    Reject(*e, "expected a finite number, got " + Quote(*text));
+  }
+}
+
+void MapReader::Read(std::string_view key, bool* out) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  const std::string* text = ScalarOf(*e, "true or false");
+  if (text == nullptr) return;
+  if (*text == "true") {
+    *out = true;
+  } else if (*text == "false") {
+    *out = false;
+  } else {
+    Reject(*e, "expected true or false, got " + Quote(*text));
+  }
+}
+
+void MapReader::ReadTokens(std::string_view key, int64_t* out) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  const char* kWhat = "a token count such as 2048 or 26K (K = 1024, M = 1048576)";
+  const std::string* text = ScalarOf(*e, kWhat);
+  if (text == nullptr) return;
+  if (std::optional<int64_t> tokens = ParseTokenCount(*text)) {
+    *out = *tokens;
+  } else {
+    Reject(*e, std::string("expected ") + kWhat + ", got " + Quote(*text));
+  }
+}
+
+void MapReader::ReadBucketSize(std::string_view key, bool* is_auto, int64_t* tokens) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  const char* kWhat = "'auto' or a token count such as 2048 or 26K (K = 1024, M = 1048576)";
+  const std::string* text = ScalarOf(*e, kWhat);
+  if (text == nullptr) return;
+  if (*text == "auto") {
+    *is_auto = true;
+    *tokens = 0;
+  } else if (std::optional<int64_t> value = ParseTokenCount(*text)) {
+    if (*value <= 0) {
+      Reject(*e, "must be > 0 tokens or 'auto' (got " + *text + ")");
+      return;
+    }
+    *is_auto = false;
+    *tokens = *value;
+  } else {
+    Reject(*e, std::string("expected ") + kWhat + ", got " + Quote(*text));
+  }
+}
+
+bool MapReader::ReadChoice(std::string_view key, const std::vector<std::string>& names,
+                           size_t* index) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return false;
+  const std::string* text = ScalarOf(*e, "a string");
+  if (text == nullptr) return false;
+  auto it = std::find(names.begin(), names.end(), *text);
+  if (it != names.end()) {
+    *index = static_cast<size_t>(it - names.begin());
+    return true;
+  }
+  Reject(*e, "must be one of " + JoinNames(names) + " (got " + Quote(*text) + ")" +
+                 DidYouMean(*text, names));
+  return false;
+}
+
+void MapReader::ReadStringList(std::string_view key, std::vector<std::string>* out) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  if (!e->value.IsSequence()) {
+    Reject(*e, "expected a list of strings, got " + DescribeValue(e->value));
+    return;
+  }
+  std::vector<std::string> items;
+  bool ok = true;
+  const std::string path = PathOf(key);
+  for (size_t i = 0; i < e->value.size(); ++i) {
+    const YAML::Node item = e->value[i];
+    std::string item_path = path + "[" + std::to_string(i) + "]";
+    index_->positions[item_path] = PositionOf(item);
+    if (!item.IsScalar()) {
+      diag_->Add(PositionOf(item), item_path, "expected a string, got " + DescribeValue(item));
+      index_->invalid.insert(item_path);
+      ok = false;
+      continue;
+    }
+    items.push_back(item.Scalar());
+  }
+  if (ok) {
+    *out = std::move(items);
+  } else {
+    index_->invalid.insert(path);
+  }
+}
+
+void MapReader::ReadStringMap(std::string_view key, std::map<std::string, std::string>* out) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  if (!e->value.IsMap()) {
+    Reject(*e, "expected a mapping of strings to strings, got " + DescribeValue(e->value));
+    return;
+  }
+  std::map<std::string, std::string> items;
+  const std::string path = PathOf(key);
+  for (const auto& pair : e->value) {
+    const YAML::Node k = pair.first;
+    const YAML::Node v = pair.second;
+    if (!k.IsScalar()) {
+      diag_->Add(PositionOf(k), path, "keys must be strings, got " + DescribeValue(k));
+      continue;
+    }
+    std::string item_path = path + "[" + k.Scalar() + "]";
+    index_->positions[item_path] = PositionOf(k);
+    if (items.count(k.Scalar()) > 0) {
+      diag_->Add(PositionOf(k), item_path, "duplicate key");
+      continue;
+    }
+    if (v.IsNull()) {
+      items[k.Scalar()] = "";
+    } else if (v.IsScalar()) {
+      items[k.Scalar()] = v.Scalar();
+    } else {
+      diag_->Add(PositionOf(v), item_path, "expected a string, got " + DescribeValue(v));
+      index_->invalid.insert(item_path);
+    }
+  }
+  *out = std::move(items);
+}
+
+MapReader MapReader::Child(std::string_view key) {
+  const Entry* e = Claim(key);
+  YAML::Node node;
+  if (e != nullptr) {
+    if (e->value.IsMap()) {
+      node = e->value;
+    } else {
+      Reject(*e, "expected a mapping, got " + DescribeValue(e->value));
+    }
+  }
+  return MapReader(node, PathOf(key), index_, diag_);
+}
+
+void MapReader::Ignore(std::string_view key) { Claim(key); }
+
+void MapReader::Finish() {
+  finished_ = true;
+  for (const Entry& e : entries_) {
+    if (std::find(allowed_.begin(), allowed_.end(), e.key) != allowed_.end()) continue;
+    std::string hint = DidYouMean(e.key, allowed_);
+    if (e.key == "<<") hint = "; YAML merge keys are not supported, write the fields out";
+    if (hint.empty()) hint = "; allowed fields: " + JoinNames(allowed_);
+    diag_->Add(PositionOf(e.key_node), PathOf(e.key), "unknown field" + hint);
+    index_->incomplete.insert(path_);
+  }
+}
+
+}  // namespace skrull::api

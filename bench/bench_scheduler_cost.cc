@@ -1,0 +1,217 @@
+// bench_scheduler_cost: the scheduler's own cost, wall-clock microseconds per
+// global batch, for every policy. Targets: skrull < 1 ms for 256 sequences
+// (DP=4, CP=8) and < 100 ms for 65,536 sequences (DP=512, CP=8). Qwen2.5-0.5B,
+// BucketSize 26K = 26624 tokens. Every timed plan is checked with VerifyPlan
+// (outside the timed region; abort on a violation). Single-threaded.
+//
+//   bench_scheduler_cost [--reps-small N] [--reps-large N] [--seed S]
+//                        [--case small|large] [--dataset NAME] [--policy P]
+// Reports wall-clock and thread-CPU percentiles: on a shared machine the CPU
+// time is the steadier number (wall includes time the thread was descheduled).
+#include <time.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "bench/length_samplers.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/hardware_profile.h"
+#include "scheduler/model_config.h"
+#include "scheduler/plan.h"
+#include "scheduler/policy.h"
+
+namespace skrull::bench {
+namespace {
+
+using scheduler::Policy;
+
+struct Case {
+  std::string name;
+  scheduler::Topology topology;
+  int batch_size;  // per DP rank
+  int reps;
+  double target_seconds;  // skrull's p99 target
+};
+
+struct Flags {
+  int reps_small = 300;
+  int reps_large = 12;
+  uint64_t seed = 1;
+  std::string only_case;     // "small" or "large"; empty = both
+  std::string only_dataset;  // empty = wikipedia and chatqa2
+  std::string only_policy;   // empty = all (for profiling one policy)
+};
+
+[[noreturn]] void Usage(const std::string& problem) {
+  std::cerr << "bench_scheduler_cost: " << problem
+            << "\nusage: bench_scheduler_cost [--reps-small N] [--reps-large N] [--seed S]\n"
+               "                            [--case small|large] [--dataset NAME] [--policy P]\n";
+  std::exit(2);
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") Usage("help");
+    if (i + 1 >= argc) Usage(arg + ": missing value");
+    std::string v = argv[++i];
+    if (arg == "--case") {
+      if (v != "small" && v != "large") Usage("--case: small or large");
+      f.only_case = v;
+      continue;
+    }
+    if (arg == "--dataset") {
+      f.only_dataset = v;
+      continue;
+    }
+    if (arg == "--policy") {
+      if (!scheduler::ParsePolicy(v).ok()) Usage("--policy: unknown policy '" + v + "'");
+      f.only_policy = v;
+      continue;
+    }
+    char* end = nullptr;
+    long long x = std::strtoll(v.c_str(), &end, 10);
+    if (*end != '\0' || x < 0) Usage(arg + ": expected a non-negative integer");
+    if (arg == "--reps-small") {
+      f.reps_small = static_cast<int>(x);
+    } else if (arg == "--reps-large") {
+      f.reps_large = static_cast<int>(x);
+    } else if (arg == "--seed") {
+      f.seed = static_cast<uint64_t>(x);
+    } else {
+      Usage("unknown flag '" + arg + "'");
+    }
+  }
+  if (f.reps_small < 1 || f.reps_large < 1) Usage("--reps-*: must be >= 1");
+  return f;
+}
+
+double ThreadCpuMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
+// Returns true when skrull met the target (or was not run).
+bool RunCase(const Case& c, const std::string& dataset_name, const Flags& flags) {
+  auto model = scheduler::ModelPreset("qwen2.5-0.5b");
+  scheduler::CostModelOptions cost_options;
+  cost_options.dp_for_sharding = c.topology.WorldSize();
+  const scheduler::CostModel cost(*model, cost_options);
+  const scheduler::HardwareProfile hw = scheduler::H100Profile();
+  const int64_t bucket = 26 * kTokensPerK;
+  auto sampler = Dataset(dataset_name);
+  if (!sampler.ok()) std::abort();
+  const size_t n = static_cast<size_t>(c.topology.dp) * c.batch_size;
+
+  // Different batches per repetition, drawn before timing.
+  std::mt19937_64 rng(flags.seed);
+  std::vector<std::vector<scheduler::Sequence>> batches(static_cast<size_t>(c.reps));
+  for (auto& batch : batches) {
+    batch.resize(n);
+    for (size_t k = 0; k < n; ++k) {
+      batch[k] = {static_cast<int64_t>(k),
+                  std::min<int64_t>(sampler->Sample(rng), bucket * c.topology.cp)};
+    }
+  }
+  scheduler::ScheduleOptions so;
+  so.topology = c.topology;
+  so.bucket_size_tokens = bucket;
+  so.hardware = &hw;
+
+  std::map<std::string, std::vector<double>> micros, cpu_micros;
+  std::vector<Policy> policies = scheduler::AllPolicies();
+  if (!flags.only_policy.empty()) {
+    policies = {*scheduler::ParsePolicy(flags.only_policy)};
+    if (policies[0] != Policy::kCpAll) policies.push_back(Policy::kCpAll);  // the baseline
+  }
+  // One untimed warm-up per policy (first-touch allocations, caches).
+  for (Policy p : policies) (void)scheduler::Schedule(p, batches[0], so, cost);
+  for (int r = 0; r < c.reps; ++r) {
+    for (Policy p : policies) {
+      const double cpu_start = ThreadCpuMicros();
+      const auto start = std::chrono::steady_clock::now();
+      auto plan = scheduler::Schedule(p, batches[static_cast<size_t>(r)], so, cost);
+      const auto end = std::chrono::steady_clock::now();
+      cpu_micros[scheduler::PolicyName(p)].push_back(ThreadCpuMicros() - cpu_start);
+      if (!plan.ok()) {
+        std::cerr << "Schedule(" << scheduler::PolicyName(p) << ") failed: " << plan.status()
+                  << "\n";
+        std::abort();
+      }
+      skrull::Status ok = scheduler::VerifyPlan(*plan, batches[static_cast<size_t>(r)]);
+      if (!ok.ok()) {
+        std::cerr << "VerifyPlan FAILED for " << scheduler::PolicyName(p) << ": " << ok << "\n";
+        std::abort();
+      }
+      micros[scheduler::PolicyName(p)].push_back(
+          std::chrono::duration<double, std::micro>(end - start).count());
+    }
+  }
+
+  const double base_p50 = Percentile(micros["cp-all"], 50);
+  std::vector<std::vector<std::string>> rows;
+  for (Policy p : policies) {
+    const auto& v = micros[scheduler::PolicyName(p)];
+    double mean = 0;
+    for (double x : v) mean += x;
+    mean /= static_cast<double>(v.size());
+    const double p50 = Percentile(v, 50);
+    const auto& cpu = cpu_micros[scheduler::PolicyName(p)];
+    rows.push_back({scheduler::PolicyName(p), Fmt("%.1f", p50), Fmt("%.1f", Percentile(v, 99)),
+                    Fmt("%.1f", mean), Fmt("%.1f", Percentile(cpu, 50)),
+                    Fmt("%.1f", Percentile(cpu, 99)), Fmt("%.2fx", p50 / base_p50),
+                    Fmt("%.3f", p50 / static_cast<double>(n))});
+  }
+  const bool ran_skrull = micros.count("skrull") > 0;
+  const double skrull_p99 = ran_skrull ? Percentile(micros["skrull"], 99) * 1e-6 : 0;
+  const double skrull_cpu_p99 = ran_skrull ? Percentile(cpu_micros["skrull"], 99) * 1e-6 : 0;
+  const bool met = skrull_p99 < c.target_seconds;
+  std::printf("\n== %s | %s | DP=%d CP=%d | %zu sequences/global batch | %d reps\n", c.name.c_str(),
+              dataset_name.c_str(), c.topology.dp, c.topology.cp, n, c.reps);
+  std::printf("%s",
+              FormatTable({"policy", "wall p50 us", "wall p99 us", "wall mean us", "cpu p50 us",
+                           "cpu p99 us", "wall p50 / cp-all", "wall p50 us/seq"},
+                          rows)
+                  .c_str());
+  if (ran_skrull) {
+    std::printf("   skrull wall p99 %.3f ms (cpu p99 %.3f ms) vs target %.0f ms: %s\n",
+                skrull_p99 * 1e3, skrull_cpu_p99 * 1e3, c.target_seconds * 1e3,
+                met ? "MET" : "MISSED");
+  }
+  std::printf("   %d x %zu plans verified (VerifyPlan)\n", c.reps, policies.size());
+  return !ran_skrull || met;
+}
+
+}  // namespace
+}  // namespace skrull::bench
+
+int main(int argc, char** argv) {
+  using namespace skrull::bench;
+  const Flags flags = ParseFlags(argc, argv);
+  std::printf(
+      "bench_scheduler_cost: wall-clock time of Schedule() per global batch, one "
+      "thread, qwen2.5-0.5b, BucketSize 26K = 26624 tokens (K = 1024)\n");
+  const std::vector<Case> cases = {
+      {"small", {4, 8}, 64, flags.reps_small, 1e-3},
+      {"large", {512, 8}, 128, flags.reps_large, 100e-3},
+  };
+  bool all_met = true;
+  for (const Case& c : cases) {
+    if (!flags.only_case.empty() && flags.only_case != c.name) continue;
+    for (const char* dataset : {"wikipedia", "chatqa2"}) {
+      if (!flags.only_dataset.empty() && flags.only_dataset != dataset) continue;
+      all_met = RunCase(c, dataset, flags) && all_met;
+    }
+  }
+  std::printf("\n%s\n", all_met ? "all targets met" : "some targets MISSED (see above)");
+  return 0;
+}

@@ -1,0 +1,367 @@
+#include "scheduler/cli/flags.h"
+
+#include <cctype>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "scheduler/policy.h"
+
+namespace skrull::scheduler::cli {
+namespace {
+
+constexpr char kCommonFlagsHelp[] =
+    "  --lengths FILE       sequence lengths, one positive integer per line\n"
+    "                       ('#' comments and blank lines allowed)\n"
+    "  --dp D               data-parallel degree (>= 1)\n"
+    "  --cp C               context-parallel degree, ranks per CP group (>= 1)\n"
+    "  --bucket-size T      BucketSize: most tokens one rank may hold; K = x1024,\n"
+    "                       so 26K = 26624 tokens\n"
+    "  --model M            preset (qwen2.5-0.5b, qwen2.5-7b, tiny) or a Hugging Face\n"
+    "                       config.json path (default qwen2.5-0.5b)\n"
+    "  --hardware FILE      hardware profile JSON (default: built-in H100 profile)\n"
+    "  --format F           text (default) or json\n"
+    "  --svg OUT            also write a per-rank timeline drawing (SVG) to OUT\n"
+    "  -h, --help           print this help\n";
+
+std::string PolicyListHelp() {
+  std::string names;
+  for (Policy p : AllPolicies()) names += (names.empty() ? "" : ", ") + std::string(PolicyName(p));
+  return "                       policies: " + names + "\n";
+}
+
+bool IsFlag(const std::string& arg) { return arg.size() > 1 && arg[0] == '-'; }
+
+StatusOr<int64_t> ParseInt64(const std::string& flag, const std::string& text, int64_t min,
+                             int64_t max) {
+  std::string bad = flag + ": expected an integer in [" + std::to_string(min) + ", " +
+                    std::to_string(max) + "] (got '" + text + "')";
+  if (text.empty()) return InvalidArgumentError(bad);
+  int64_t value = 0;
+  size_t i = 0;
+  bool negative = false;
+  if (text[0] == '-') {
+    negative = true;
+    i = 1;
+  }
+  if (i == text.size()) return InvalidArgumentError(bad);
+  for (; i < text.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return InvalidArgumentError(bad);
+    if (value > (std::numeric_limits<int64_t>::max() - 9) / 10) return InvalidArgumentError(bad);
+    value = value * 10 + (text[i] - '0');
+  }
+  if (negative) value = -value;
+  if (value < min || value > max) return InvalidArgumentError(bad);
+  return value;
+}
+
+std::vector<std::string> SplitCommaList(const std::string& text) {
+  std::vector<std::string> out;
+  std::string current;
+  for (char c : text) {
+    if (c == ',') {
+      out.push_back(current);
+      current.clear();
+    } else if (!std::isspace(static_cast<unsigned char>(c))) {
+      current += c;
+    }
+  }
+  out.push_back(current);
+  return out;
+}
+
+// Splits `args` into flag -> value for the flags in `known`. Boolean flags
+// are not needed by this tool; every flag takes a value.
+void CollectFlags(const std::vector<std::string>& args, size_t first,
+                  const std::set<std::string>& known, std::map<std::string, std::string>* values,
+                  std::vector<std::string>* errors) {
+  for (size_t i = first; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!IsFlag(arg)) {
+      errors->push_back("unexpected argument '" + arg +
+                        "'; flags look like --name VALUE (see --help)");
+      continue;
+    }
+    std::string name = arg;
+    std::string value;
+    bool has_value = false;
+    size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    if (name.rfind("--", 0) != 0) {
+      errors->push_back("unknown flag '" + arg + "'; flags start with '--' (see --help)");
+      continue;
+    }
+    if (known.count(name) == 0) {
+      errors->push_back("unknown flag '" + name + "' (see --help for the list)");
+      if (!has_value && i + 1 < args.size() && !IsFlag(args[i + 1])) ++i;  // skip its value
+      continue;
+    }
+    if (!has_value) {
+      if (i + 1 >= args.size() || (IsFlag(args[i + 1]) && args[i + 1] != "-")) {
+        errors->push_back(name + ": missing value (write " + name + " VALUE)");
+        continue;
+      }
+      value = args[++i];
+    }
+    if (values->count(name) != 0) {
+      errors->push_back(name + ": given twice ('" + (*values)[name] + "' and '" + value +
+                        "'); give it once");
+      continue;
+    }
+    (*values)[name] = value;
+  }
+}
+
+void ParseCommon(std::map<std::string, std::string>& v, CommonFlags* out,
+                 std::vector<std::string>* errors) {
+  auto required = [&](const std::string& name, const std::string& example) -> bool {
+    if (v.count(name)) return true;
+    errors->push_back(name + ": required (e.g. " + name + " " + example + ")");
+    return false;
+  };
+  if (required("--lengths", "batch.txt")) {
+    out->lengths_path = v["--lengths"];
+    if (out->lengths_path.empty()) errors->push_back("--lengths: empty path");
+  }
+  if (required("--dp", "4")) {
+    auto dp = ParseInt64("--dp", v["--dp"], 1, 1 << 20);
+    if (dp.ok()) {
+      out->topology.dp = static_cast<int>(*dp);
+    } else {
+      errors->push_back(dp.status().message());
+    }
+  }
+  if (required("--cp", "8")) {
+    auto cp = ParseInt64("--cp", v["--cp"], 1, 1 << 16);
+    if (cp.ok()) {
+      out->topology.cp = static_cast<int>(*cp);
+    } else {
+      errors->push_back(cp.status().message());
+    }
+  }
+  if (required("--bucket-size", "26K")) {
+    auto bucket = ParseTokenCount("--bucket-size", v["--bucket-size"]);
+    if (bucket.ok()) {
+      out->bucket_size_tokens = *bucket;
+    } else {
+      errors->push_back(bucket.status().message());
+    }
+  }
+  if (v.count("--model")) {
+    out->model = v["--model"];
+    if (out->model.empty()) errors->push_back("--model: empty; give a preset name or a path");
+  }
+  if (v.count("--hardware")) {
+    out->hardware_path = v["--hardware"];
+    if (out->hardware_path.empty()) errors->push_back("--hardware: empty path");
+  }
+  if (v.count("--format")) {
+    const std::string& f = v["--format"];
+    if (f == "text") {
+      out->format = OutputFormat::kText;
+    } else if (f == "json") {
+      out->format = OutputFormat::kJson;
+    } else {
+      errors->push_back("--format: must be 'text' or 'json' (got '" + f + "')");
+    }
+  }
+  if (v.count("--svg")) {
+    out->svg_path = v["--svg"];
+    if (out->svg_path.empty()) errors->push_back("--svg: empty path");
+  }
+}
+
+const std::set<std::string>& CommonFlagNames() {
+  static const std::set<std::string> names = {
+      "--lengths", "--dp", "--cp", "--bucket-size", "--model", "--hardware", "--format", "--svg"};
+  return names;
+}
+
+Status JoinErrors(const std::vector<std::string>& errors, const std::string& command) {
+  std::string message;
+  for (const std::string& e : errors) message += e + "\n";
+  message += "run 'skrull-plan " + command + " --help' for usage";
+  return InvalidArgumentError(message);
+}
+
+}  // namespace
+
+StatusOr<int64_t> ParseTokenCount(const std::string& flag, const std::string& text) {
+  std::string digits = text;
+  int64_t multiplier = 1;
+  if (!digits.empty()) {
+    char suffix = static_cast<char>(std::toupper(static_cast<unsigned char>(digits.back())));
+    if (suffix == 'K') multiplier = 1024;
+    if (suffix == 'M') multiplier = 1024 * 1024;
+    if (multiplier != 1) digits.pop_back();
+  }
+  constexpr int64_t kMax = int64_t{1} << 40;
+  auto value = ParseInt64(flag, digits, 1, kMax / multiplier);
+  if (!value.ok()) {
+    return InvalidArgumentError(flag + ": expected a positive token count such as 26624 or 26K " +
+                                "(K = 1024) (got '" + text + "')");
+  }
+  return *value * multiplier;
+}
+
+std::string TopLevelUsage() {
+  return "skrull-plan: plan and simulate Skrull data schedules (DACP + GDS) without GPUs.\n"
+         "\n"
+         "usage:\n"
+         "  skrull-plan schedule --lengths FILE --dp D --cp C --bucket-size T [--policy P] ...\n"
+         "      schedule one global batch (FILE holds its lengths) and print the plan\n"
+         "  skrull-plan simulate --lengths FILE --dp D --cp C --bucket-size T --batch-size B ...\n"
+         "      sample global batches from a dataset (FILE) and compare all policies\n"
+         "  skrull-plan help [schedule|simulate]\n"
+         "\n"
+         "Exit codes: 0 ok, 2 bad flags or input, 1 internal error.\n"
+         "Run 'skrull-plan <command> --help' for the command's flags.\n";
+}
+
+std::string ScheduleUsage() {
+  return std::string(
+             "usage: skrull-plan schedule --lengths FILE --dp D --cp C --bucket-size T\n"
+             "                            [--policy P] [--model M] [--format text|json] [--svg "
+             "OUT]\n"
+             "\n"
+             "Schedules one global batch: FILE's i-th length is sequence id i. JSON output:\n"
+             "  "
+             "{\"policy\",\"dp\",\"cp\",\"bucket_size\",\"micro_batches\":[{\"dp_rank\",\"index\","
+             "\n"
+             "   "
+             "\"sequences\":[{\"id\",\"length\",\"cp_rank\"}]}],\"rollbacks\":{\"dacp\",\"gds\"},\n"
+             "   \"schedule_seconds\"}   (cp_rank -1 = distributed over the CP group)\n"
+             "\n"
+             "flags:\n") +
+         kCommonFlagsHelp + "  --policy P           scheduling policy (default skrull)\n" +
+         PolicyListHelp() +
+         "\nexample:\n"
+         "  skrull-plan schedule --lengths batch.txt --dp 4 --cp 8 --bucket-size 26K \\\n"
+         "      --format json --svg plan.svg\n";
+}
+
+std::string SimulateUsage() {
+  return std::string(
+             "usage: skrull-plan simulate --lengths FILE --dp D --cp C --bucket-size T\n"
+             "                            --batch-size B [--steps N] [--seed S] [--policies "
+             "a,b]\n"
+             "                            [--model M] [--hardware FILE] [--format text|json] "
+             "[--svg OUT]\n"
+             "\n"
+             "Samples --steps global batches of dp x batch-size sequences from FILE (the whole\n"
+             "dataset's lengths), schedules each with every policy and simulates the iteration\n"
+             "time with the cost model and hardware profile. JSON output:\n"
+             "  {\"policies\":{NAME:{\"mean_iteration_seconds\",\"tokens_per_second\",\n"
+             "   \"flops_imbalance\",\"rollbacks\":{\"dacp\",\"gds\"}}},\"lower_bound_seconds\"}\n"
+             "--svg draws the first sampled batch as scheduled by the first policy.\n"
+             "\n"
+             "flags:\n") +
+         kCommonFlagsHelp +
+         "  --batch-size B       sequences per DP rank per step (global batch = dp x B)\n"
+         "  --steps N            global batches to sample (default 20)\n"
+         "  --seed S             sampler seed (default 1)\n"
+         "  --policies a,b       policies to compare (default: all)\n" +
+         PolicyListHelp() +
+         "\nexample:\n"
+         "  skrull-plan simulate --lengths wiki.txt --dp 4 --cp 8 --bucket-size 26K \\\n"
+         "      --batch-size 64 --steps 50\n";
+}
+
+StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
+  Invocation inv;
+  if (args.empty()) {
+    return InvalidArgumentError("missing command (schedule or simulate)\n" + TopLevelUsage());
+  }
+  const std::string& command = args[0];
+  auto wants_help = [&](size_t from) {
+    for (size_t i = from; i < args.size(); ++i) {
+      if (args[i] == "--help" || args[i] == "-h") return true;
+    }
+    return false;
+  };
+  if (command == "--help" || command == "-h" || command == "help") {
+    inv.command = Command::kHelp;
+    inv.help_text = TopLevelUsage();
+    if (command == "help" && args.size() > 1) {
+      if (args[1] == "schedule") inv.help_text = ScheduleUsage();
+      if (args[1] == "simulate") inv.help_text = SimulateUsage();
+    }
+    return inv;
+  }
+  if (command != "schedule" && command != "simulate") {
+    return InvalidArgumentError("unknown command '" + command +
+                                "'; expected 'schedule' or 'simulate'\n" + TopLevelUsage());
+  }
+  if (wants_help(1)) {
+    inv.command = Command::kHelp;
+    inv.help_text = command == "schedule" ? ScheduleUsage() : SimulateUsage();
+    return inv;
+  }
+
+  std::set<std::string> known = CommonFlagNames();
+  if (command == "schedule") {
+    known.insert("--policy");
+  } else {
+    for (const char* name : {"--batch-size", "--steps", "--seed", "--policies"}) known.insert(name);
+  }
+  std::map<std::string, std::string> values;
+  std::vector<std::string> errors;
+  CollectFlags(args, 1, known, &values, &errors);
+
+  if (command == "schedule") {
+    inv.command = Command::kSchedule;
+    ParseCommon(values, &inv.schedule.common, &errors);
+    if (values.count("--policy")) {
+      inv.schedule.policy = values["--policy"];
+      if (inv.schedule.policy.empty()) errors.push_back("--policy: empty policy name");
+    }
+  } else {
+    inv.command = Command::kSimulate;
+    SimulateFlags& sim = inv.simulate;
+    ParseCommon(values, &sim.common, &errors);
+    if (values.count("--batch-size")) {
+      auto b = ParseInt64("--batch-size", values["--batch-size"], 1, 1 << 24);
+      if (b.ok()) {
+        sim.batch_size = static_cast<int>(*b);
+      } else {
+        errors.push_back(b.status().message());
+      }
+    } else {
+      errors.push_back("--batch-size: required (sequences per DP rank per step, e.g. 64)");
+    }
+    if (values.count("--steps")) {
+      auto s = ParseInt64("--steps", values["--steps"], 1, 1 << 24);
+      if (s.ok()) {
+        sim.steps = static_cast<int>(*s);
+      } else {
+        errors.push_back(s.status().message());
+      }
+    }
+    if (values.count("--seed")) {
+      auto s = ParseInt64("--seed", values["--seed"], 0, std::numeric_limits<int64_t>::max());
+      if (s.ok()) {
+        sim.seed = static_cast<uint64_t>(*s);
+      } else {
+        errors.push_back(s.status().message());
+      }
+    }
+    if (values.count("--policies")) {
+      sim.policies = SplitCommaList(values["--policies"]);
+      for (const std::string& p : sim.policies) {
+        if (p.empty()) {
+          errors.push_back("--policies: empty name in '" + values["--policies"] +
+                           "'; write a comma-separated list such as skrull,cp-all");
+          break;
+        }
+      }
+    }
+  }
+  if (!errors.empty()) return JoinErrors(errors, command);
+  return inv;
+}
+
+}  // namespace skrull::scheduler::cli

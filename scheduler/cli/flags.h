@@ -1,0 +1,83 @@
+// Command-line flags of `skrull-plan`, parsed into plain structs.
+//
+//   skrull-plan schedule --lengths FILE --dp D --cp C --bucket-size T
+//                        [--policy P] [--model NAME|config.json]
+//                        [--hardware FILE] [--format text|json] [--svg OUT]
+//   skrull-plan simulate --lengths FILE --dp D --cp C --bucket-size T
+//                        --batch-size B [--steps N] [--seed S] [--policies a,b]
+//                        [--model ...] [--hardware FILE] [--format text|json]
+//                        [--svg OUT]
+//
+// Flags take their value as the next argument or after '=' (`--dp 4`,
+// `--dp=4`). Token counts accept a K (x1024) or M (x1024^2) suffix: `26K` is
+// 26624 tokens. Parsing is pure (no I/O); files are opened by the commands.
+#ifndef SKRULL_SCHEDULER_CLI_FLAGS_H_
+#define SKRULL_SCHEDULER_CLI_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/plan.h"
+
+namespace skrull::scheduler::cli {
+
+enum class OutputFormat { kText, kJson };
+
+inline constexpr char kDefaultModel[] = "qwen2.5-0.5b";
+
+// Flags shared by both commands.
+struct CommonFlags {
+  std::string lengths_path;        // --lengths (required)
+  Topology topology;               // --dp, --cp (required, >= 1)
+  int64_t bucket_size_tokens = 0;  // --bucket-size (required, > 0), tokens per rank
+  // --model: a preset name (qwen2.5-0.5b, qwen2.5-7b, tiny) or a path to a
+  // Hugging Face config.json (anything ending in ".json" or containing '/').
+  std::string model = kDefaultModel;
+  std::string hardware_path;                  // --hardware; empty = the built-in H100 profile
+  OutputFormat format = OutputFormat::kText;  // --format
+  std::string svg_path;                       // --svg; empty = no drawing
+};
+
+struct ScheduleFlags {
+  CommonFlags common;
+  std::string policy = "skrull";  // --policy (a PolicyName)
+};
+
+struct SimulateFlags {
+  CommonFlags common;
+  int batch_size = 0;  // --batch-size: sequences per DP rank (global batch = dp x this)
+  int steps = 20;      // --steps: global batches sampled
+  uint64_t seed = 1;   // --seed
+  std::vector<std::string> policies;  // --policies a,b,c; empty = all policies
+};
+
+enum class Command { kHelp, kSchedule, kSimulate };
+
+struct Invocation {
+  Command command = Command::kHelp;
+  // For kHelp: the text to print (top-level or per-command usage).
+  std::string help_text;
+  ScheduleFlags schedule;  // valid when command == kSchedule
+  SimulateFlags simulate;  // valid when command == kSimulate
+};
+
+// Parses argv[1..] (the program name excluded). `--help`/`-h` anywhere, or
+// `help [command]`, gives kHelp. Every problem is reported at once, one per
+// line, each naming the flag and the fix; the message ends with a pointer to
+// `--help`. Policy names are checked by the commands (they need the policy
+// registry), everything else here.
+StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args);
+
+std::string TopLevelUsage();
+std::string ScheduleUsage();
+std::string SimulateUsage();
+
+// "26624", "26K", "26k", "1M" -> tokens. Returns an error message naming
+// `flag` on bad input (exposed for tests and for bench/ binaries).
+StatusOr<int64_t> ParseTokenCount(const std::string& flag, const std::string& text);
+
+}  // namespace skrull::scheduler::cli
+
+#endif  // SKRULL_SCHEDULER_CLI_FLAGS_H_

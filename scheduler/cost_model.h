@@ -1,0 +1,103 @@
+// CostModel: FLOPs and memory of one training step as a function of
+// sequence length, for one decoder architecture. Data plus formulas; no I/O.
+//
+// FLOPs (model FLOPs, the MFU numerator; multiply-add = 2 FLOPs):
+//   per token, per layer, forward: 2 * (h*q + 2*h*kv + q*h + 3*h*f)
+//     (Q, K, V, O projections, SwiGLU gate/up/down; q = heads*head_dim,
+//      kv = kv_heads*head_dim, f = intermediate_size)
+//   per token, LM head, forward: 2 * h * V
+//   per sequence of S tokens, per layer, forward, causal attention:
+//     2 * q * S^2 (QK^T and PV, each 2*q*S^2, halved by the causal mask)
+//   training = 3 x forward (backward is 2 x forward); full recompute adds
+//   one more forward (reported by HardwareFlopsPerSequence only).
+//
+// Memory: static bytes (weights, gradients, optimizer state, sharded by the
+// ZeRO stage over `dp_for_sharding` ranks) plus activation bytes that are
+// linear in the tokens a rank holds (FlashAttention keeps attention O(S)).
+//
+// Thread safety: immutable after construction; safe to share.
+#ifndef SKRULL_SCHEDULER_COST_MODEL_H_
+#define SKRULL_SCHEDULER_COST_MODEL_H_
+
+#include <cstdint>
+
+#include "scheduler/model_config.h"
+
+namespace skrull::scheduler {
+
+struct CostModelOptions {
+  // Full activation recompute (checkpoint every layer's input): adds one
+  // forward to the hardware FLOPs and shrinks activation memory to the layer
+  // inputs plus one layer's working set.
+  bool recompute = false;
+  int bytes_per_param = 2;             // bf16 weights
+  int bytes_per_grad = 4;              // fp32 gradients
+  int optimizer_bytes_per_param = 12;  // fp32 master copy + Adam m and v
+  // ZeRO stage: 0 replicates everything; 1 shards optimizer state; 2 also
+  // gradients; 3 also weights. Sharding is over `dp_for_sharding` ranks.
+  int zero_stage = 2;
+  int dp_for_sharding = 1;
+  // Measured activation bytes per token held on a rank (0 = derive from the
+  // architecture; see ActivationBytesPerToken()).
+  double activation_bytes_per_token = 0;
+  // Measured static bytes (0 = derive from the parameter count).
+  double static_bytes = 0;
+  // Bytes BucketSizeTokens() keeps free besides the safety margin: CUDA
+  // context, NCCL buffers, cuBLAS workspace, allocator fragmentation.
+  double reserve_bytes = 2.0 * (1 << 30);
+  // Bytes per (token x vocabulary entry) alive at the loss peak: bf16 logits
+  // (2) + fp32 upcast (4) + fp32 log-softmax / gradient (4). A fused or
+  // chunked cross-entropy lowers it; 0 ignores the LM head's peak.
+  double logits_bytes_per_token_per_vocab = 10;
+};
+
+class CostModel {
+ public:
+  explicit CostModel(ModelConfig model, CostModelOptions options = {});
+
+  const ModelConfig& model() const { return model_; }
+  const CostModelOptions& options() const { return options_; }
+
+  // Model FLOPs of one sequence of `length` tokens, forward + backward
+  // (3 x forward): dense layers, GQA projections, SwiGLU MLP, LM head, and
+  // causal attention (S^2 / 2 score entries). Excludes recompute.
+  double FlopsPerSequence(int64_t length) const;
+  // FlopsPerSequence plus the recomputed forward when options.recompute.
+  double HardwareFlopsPerSequence(int64_t length) const;
+  // Per-rank model FLOPs of one sequence sharded over `cp` ranks with a
+  // zig-zag (load-balanced causal) layout: FlopsPerSequence(length) / cp.
+  // REQUIRES: cp >= 1.
+  double FlopsSharded(int64_t length, int cp) const;
+
+  // Pieces of the formula, for time models. All fwd+bwd model FLOPs (no
+  // recompute); HardwareFlopsFactor() converts model to hardware FLOPs.
+  double LinearFlopsPerToken() const;           // layers' GEMMs + LM head
+  double AttentionFlops(int64_t length) const;  // causal, all layers
+  double HardwareFlopsFactor() const { return options_.recompute ? 4.0 / 3.0 : 1.0; }
+
+  // Bytes of K and V for `tokens` tokens in one layer (bf16), the payload a
+  // CP all-gather of a distributed sequence moves.
+  double KvBytesPerLayer(int64_t tokens) const;
+  // Gradient bytes reduced once per step (all parameters, bytes_per_grad).
+  double GradientBytes() const;
+
+  // Weights + gradients + optimizer state on one rank (or options.static_bytes).
+  double StaticMemoryBytes() const;
+  // Activation bytes per token held on a rank, including the logits/loss
+  // peak (or options.activation_bytes_per_token).
+  double ActivationBytesPerToken() const;
+  // BucketSize = floor((device_memory_bytes * (1 - safety_margin)
+  //                     - StaticMemoryBytes() - reserve_bytes) / ActivationBytesPerToken()),
+  // or 0 when nothing is left. REQUIRES: 0 <= safety_margin < 1.
+  int64_t BucketSizeTokens(double device_memory_bytes, double safety_margin) const;
+
+ private:
+  ModelConfig model_;
+  CostModelOptions options_;
+  double linear_flops_per_token_ = 0;      // cached: fwd+bwd
+  double attention_flops_per_token2_ = 0;  // cached: fwd+bwd FLOPs per S^2
+};
+
+}  // namespace skrull::scheduler
+
+#endif  // SKRULL_SCHEDULER_COST_MODEL_H_

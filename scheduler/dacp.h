@@ -1,0 +1,62 @@
+// DACP (Skrull Algorithm 1): places the sequences of one micro-batch on one
+// CP group of N ranks. Each sequence is either local (whole, on one rank) or
+// distributed (sharded over all N ranks). Works on remaining token budgets
+// RB[r] (start: BucketSize C) and FLOPs loads L[r].
+//
+// Sequences are visited in ascending length (ties: lower index first):
+//   1. local on the least-loaded rank (argmin L) if it fits there;
+//   2. else local on the rank with the most room (argmax RB) if it fits;
+//   3. else distributed if the tightest rank (argmin RB) holds a shard;
+//   4. else roll back: the shortest local sequence on the tightest rank
+//      becomes distributed (frees its length minus a shard there, costs a
+//      shard and its sharded FLOPs on every other rank; a rank pushed below
+//      zero is rolled back in turn), then the same sequence is retried.
+//      Fails when the rank to roll back holds no local sequence.
+// Ties in argmin / argmax go to the lowest rank. The round-robin rule (App.
+// B.2) skips step 1 (memory only).
+//
+// Pure functions; thread-compatible.
+#ifndef SKRULL_SCHEDULER_DACP_H_
+#define SKRULL_SCHEDULER_DACP_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace skrull::scheduler {
+
+enum class DacpRule {
+  kComputeBalanced,  // Skrull's Algorithm 1
+  kRoundRobin,       // the paper's memory-only comparison (Algorithm 4)
+};
+
+struct DacpOptions {
+  int cp = 1;                     // N
+  double bucket_size_tokens = 0;  // C
+  DacpRule rule = DacpRule::kComputeBalanced;
+  // FLOPs(S). REQUIRES: set.
+  std::function<double(int64_t)> flops;
+  // FLOPs(S, N) of one shard; unset = flops(S) / N.
+  std::function<double(int64_t, int)> sharded_flops;
+  // Tokens one shard costs on every rank; unset = ceil(S / N) (what the
+  // trainer allocates). The paper's worked example uses S / N exactly.
+  std::function<double(int64_t, int)> shard_tokens;
+};
+
+struct DacpResult {
+  // Per input sequence (input order): kDistributed (-1) or the CP rank.
+  std::vector<int> placement;
+  std::vector<double> remaining_tokens;  // RB per CP rank at the end
+  std::vector<double> load_flops;        // L per CP rank at the end
+  int64_t rollbacks = 0;                 // local sequences turned distributed
+};
+
+// Runs DACP on `lengths` (any order; each > 0). Returns nullopt when the
+// micro-batch cannot be placed within the budget (a "DACP scheduling error",
+// which GDS answers with one more micro-batch).
+std::optional<DacpResult> RunDacp(const std::vector<int64_t>& lengths, const DacpOptions& options);
+
+}  // namespace skrull::scheduler
+
+#endif  // SKRULL_SCHEDULER_DACP_H_

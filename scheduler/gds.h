@@ -1,0 +1,75 @@
+// GDS (Skrull Algorithm 2, corrected): splits a global batch over DP ranks
+// and, per rank, into micro-batches that DACP then places on the CP group.
+//
+// Paper mode (GdsOptions::cost_aware = false):
+//   bins = LPT bin-packing of the batch over dp ranks by FLOPs;
+//   per rank: sort ascending; m = max(1, ceil(sum / (C*N)));
+//   deal sub[j::m] for j < m; accept when every micro-batch has sum <= C*N
+//   and DACP places it; else m += 1 (one GDS roll-back).
+// Cost-aware mode (what Policy::kSkrull runs) keeps that search and prices
+// alternatives with the simulator's time model (MicroBatchPricer), keeping
+// the cheapest; ties keep the paper's choice:
+//   - per micro-batch, DACP's placement vs "distribute the d longest, LPT
+//     the rest onto ranks by FLOPs within BucketSize" for d = 0..16, a x1.25
+//     ladder above, and d = K (static CP);
+//   - per DP rank, the deal at m (and m+1..m+extra_micro_batch_counts) vs
+//     two tighter packings: FLOPs-balanced LPT under the shard capacity and
+//     first-fit decreasing (balanced-cp's);
+//   - the whole result vs static CP's plan (cp-all: contiguous DP split,
+//     in-order packing, all distributed), by the slowest DP rank.
+// Because static CP's and balanced CP's plans are among the candidates,
+// kSkrull is never estimated slower than cp-all, balanced-cp or the paper's
+// GDS + DACP under the HardwareProfile it is given.
+// Ranks come back unpadded and without derived fields; Schedule pads every
+// DP rank to the same micro-batch count and fills them.
+#ifndef SKRULL_SCHEDULER_GDS_H_
+#define SKRULL_SCHEDULER_GDS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/dacp.h"
+#include "scheduler/hardware_profile.h"
+#include "scheduler/plan.h"
+
+namespace skrull::scheduler {
+
+struct GdsOptions {
+  Topology topology;
+  int64_t bucket_size_tokens = 0;
+  DacpRule rule = DacpRule::kComputeBalanced;
+  bool cost_aware = false;
+  // Extra micro-batch counts priced above the fewest feasible one (cost-aware
+  // only). 0 by default: on the paper's settings (bench_scheduler_policies)
+  // 2 extra counts changed no result and doubled the scheduling time.
+  int extra_micro_batch_counts = 0;
+  const HardwareProfile* hardware = nullptr;  // REQUIRES: set when cost_aware
+};
+
+struct GdsResult {
+  std::vector<DpRankPlan> ranks;  // size dp; not padded, derived fields empty
+  RollbackCounts rollbacks;
+};
+
+// REQUIRES: inputs validated (see Schedule) and every length <= C * N.
+GdsResult RunGds(const std::vector<Sequence>& batch, const GdsOptions& options,
+                 const CostModel& cost);
+
+// Longest-processing-time bin packing: items in descending weight (ties:
+// lower index first) each go to the bin with the smallest total (ties: lower
+// bin). Returns item indices per bin, in the order they were added.
+std::vector<std::vector<int>> LptBinPack(const std::vector<double>& weights, int bins);
+
+// The interleaved deal: group j gets items j, j+m, j+2m, ... (Python sub[j::m]).
+template <typename T>
+std::vector<std::vector<T>> InterleavedDeal(const std::vector<T>& items, int m) {
+  std::vector<std::vector<T>> groups(static_cast<size_t>(m));
+  for (size_t i = 0; i < items.size(); ++i) groups[i % static_cast<size_t>(m)].push_back(items[i]);
+  return groups;
+}
+
+}  // namespace skrull::scheduler
+
+#endif  // SKRULL_SCHEDULER_GDS_H_

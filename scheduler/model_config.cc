@@ -1,0 +1,295 @@
+#include "scheduler/model_config.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+namespace skrull::scheduler {
+namespace {
+
+using nlohmann::json;
+
+// Collects every problem in one config so the user fixes them in one pass.
+class FieldErrors {
+ public:
+  explicit FieldErrors(std::string origin) : origin_(std::move(origin)) {}
+  void Add(const std::string& field, const std::string& what) {
+    errors_.push_back(field + ": " + what);
+  }
+  bool empty() const { return errors_.empty(); }
+  Status ToStatus() const {
+    std::ostringstream os;
+    os << origin_ << ": invalid model config (" << errors_.size() << " problem"
+       << (errors_.size() == 1 ? "" : "s") << "): ";
+    for (size_t i = 0; i < errors_.size(); ++i) os << (i ? "; " : "") << errors_[i];
+    return InvalidArgumentError(os.str());
+  }
+
+ private:
+  std::string origin_;
+  std::vector<std::string> errors_;
+};
+
+std::string Got(const json& v) { return " (got " + v.dump() + ")"; }
+
+// Reads an integer field; `required` fields report when missing.
+void ReadInt(const json& j, const char* key, bool required, int64_t* out, FieldErrors* errors) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) errors->Add(key, "required field missing");
+    return;
+  }
+  if (!it->is_number_integer() && !it->is_number_unsigned()) {
+    errors->Add(key, "must be an integer" + Got(*it));
+    return;
+  }
+  *out = it->get<int64_t>();
+}
+
+void ReadDouble(const json& j, const char* key, double* out, FieldErrors* errors) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_number()) {
+    errors->Add(key, "must be a number" + Got(*it));
+    return;
+  }
+  *out = it->get<double>();
+}
+
+void ReadBool(const json& j, const char* key, bool* out, FieldErrors* errors) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_boolean()) {
+    errors->Add(key, "must be true or false" + Got(*it));
+    return;
+  }
+  *out = it->get<bool>();
+}
+
+void ReadString(const json& j, const char* key, std::string* out, FieldErrors* errors) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_string()) {
+    errors->Add(key, "must be a string" + Got(*it));
+    return;
+  }
+  *out = it->get<std::string>();
+}
+
+void ReadRopeScaling(const json& j, RopeScaling* out, FieldErrors* errors) {
+  auto it = j.find("rope_scaling");
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_object()) {
+    errors->Add("rope_scaling", "must be an object or null" + Got(*it));
+    return;
+  }
+  const json& rs = *it;
+  // transformers accepts both "rope_type" (new) and "type" (old).
+  ReadString(rs, rs.contains("rope_type") ? "rope_type" : "type", &out->type, errors);
+  if (out->type == "default") out->type.clear();
+  static const char* kKnown[] = {"", "linear", "dynamic", "llama3", "yarn"};
+  bool known = false;
+  for (const char* k : kKnown) known = known || out->type == k;
+  if (!known) {
+    errors->Add("rope_scaling.rope_type",
+                "must be one of linear, dynamic, llama3, yarn (got \"" + out->type + "\")");
+  }
+  ReadDouble(rs, "factor", &out->factor, errors);
+  ReadDouble(rs, "low_freq_factor", &out->low_freq_factor, errors);
+  ReadDouble(rs, "high_freq_factor", &out->high_freq_factor, errors);
+  ReadInt(rs, "original_max_position_embeddings", false, &out->original_max_position_embeddings,
+          errors);
+  if (!out->type.empty() && out->factor <= 0) {
+    errors->Add("rope_scaling.factor", "must be > 0 (got " + std::to_string(out->factor) + ")");
+  }
+}
+
+void Validate(const ModelConfig& c, FieldErrors* errors) {
+  auto positive = [&](const char* field, int64_t v) {
+    if (v <= 0) errors->Add(field, "must be > 0 (got " + std::to_string(v) + ")");
+  };
+  positive("hidden_size", c.hidden_size);
+  positive("num_hidden_layers", c.num_hidden_layers);
+  positive("num_attention_heads", c.num_attention_heads);
+  positive("num_key_value_heads", c.num_key_value_heads);
+  positive("head_dim", c.head_dim);
+  positive("intermediate_size", c.intermediate_size);
+  positive("vocab_size", c.vocab_size);
+  positive("max_position_embeddings", c.max_position_embeddings);
+  if (c.num_attention_heads > 0 && c.num_key_value_heads > 0 &&
+      c.num_attention_heads % c.num_key_value_heads != 0) {
+    errors->Add("num_key_value_heads", "must divide num_attention_heads (" +
+                                           std::to_string(c.num_attention_heads) + " heads, got " +
+                                           std::to_string(c.num_key_value_heads) + ")");
+  }
+  if (c.rms_norm_eps <= 0) errors->Add("rms_norm_eps", "must be > 0");
+  if (c.rope_theta <= 0) errors->Add("rope_theta", "must be > 0");
+  if (c.model_type != "llama" && c.model_type != "qwen2") {
+    errors->Add("model_type", "must be \"llama\" or \"qwen2\" (got \"" + c.model_type + "\")");
+  }
+}
+
+}  // namespace
+
+int64_t ModelConfig::NumParameters() const {
+  const int64_t h = hidden_size;
+  const int64_t q = QDim();
+  const int64_t kv = KvDim();
+  int64_t attention = h * q + 2 * h * kv + q * h;
+  if (attention_bias) {
+    attention += q + 2 * kv;
+    // Llama's attention_bias also covers o_proj; Qwen2 biases only Q, K, V.
+    if (model_type == "llama") attention += h;
+  }
+  const int64_t mlp = 3 * h * intermediate_size;
+  const int64_t norms = 2 * h;
+  const int64_t embeddings = vocab_size * h;
+  const int64_t lm_head = tie_word_embeddings ? 0 : vocab_size * h;
+  return num_hidden_layers * (attention + mlp + norms) + h + embeddings + lm_head;
+}
+
+StatusOr<ModelConfig> ParseHfConfigJson(const std::string& json_text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    return InvalidArgumentError(origin + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) return InvalidArgumentError(origin + ": must be a JSON object");
+
+  FieldErrors errors(origin);
+  ModelConfig c;
+  c.model_type.clear();
+  ReadString(j, "model_type", &c.model_type, &errors);
+  if (c.model_type.empty()) errors.Add("model_type", "required field missing");
+  ReadInt(j, "hidden_size", true, &c.hidden_size, &errors);
+  ReadInt(j, "num_hidden_layers", true, &c.num_hidden_layers, &errors);
+  ReadInt(j, "num_attention_heads", true, &c.num_attention_heads, &errors);
+  c.num_key_value_heads = c.num_attention_heads;  // MHA unless stated
+  ReadInt(j, "num_key_value_heads", false, &c.num_key_value_heads, &errors);
+  ReadInt(j, "head_dim", false, &c.head_dim, &errors);
+  if (c.head_dim == 0 && c.num_attention_heads > 0) {
+    if (c.hidden_size % c.num_attention_heads != 0) {
+      errors.Add("hidden_size",
+                 "must be divisible by num_attention_heads when head_dim is absent (" +
+                     std::to_string(c.hidden_size) + " % " + std::to_string(c.num_attention_heads) +
+                     " != 0)");
+    } else {
+      c.head_dim = c.hidden_size / c.num_attention_heads;
+    }
+  }
+  ReadInt(j, "intermediate_size", true, &c.intermediate_size, &errors);
+  ReadInt(j, "vocab_size", true, &c.vocab_size, &errors);
+  ReadInt(j, "max_position_embeddings", true, &c.max_position_embeddings, &errors);
+  ReadDouble(j, "rms_norm_eps", &c.rms_norm_eps, &errors);
+  ReadDouble(j, "rope_theta", &c.rope_theta, &errors);
+  ReadRopeScaling(j, &c.rope_scaling, &errors);
+  // Qwen2 always has Q/K/V biases; its config has no attention_bias field.
+  c.attention_bias = c.model_type == "qwen2";
+  ReadBool(j, "attention_bias", &c.attention_bias, &errors);
+  ReadBool(j, "tie_word_embeddings", &c.tie_word_embeddings, &errors);
+  ReadString(j, "torch_dtype", &c.torch_dtype, &errors);
+  std::string act = "silu";
+  ReadString(j, "hidden_act", &act, &errors);
+  if (act != "silu")
+    errors.Add("hidden_act", "only \"silu\" (SwiGLU) is supported (got \"" + act + "\")");
+  bool mlp_bias = false;
+  ReadBool(j, "mlp_bias", &mlp_bias, &errors);
+  if (mlp_bias) errors.Add("mlp_bias", "MLP biases are not supported (got true)");
+  Validate(c, &errors);
+  if (!errors.empty()) return errors.ToStatus();
+  return c;
+}
+
+std::string ToHfConfigJson(const ModelConfig& c) {
+  const bool qwen2 = c.model_type == "qwen2";
+  json j;
+  j["architectures"] = json::array({qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"});
+  j["model_type"] = c.model_type;
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = c.hidden_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  j["head_dim"] = c.head_dim;
+  j["intermediate_size"] = c.intermediate_size;
+  j["vocab_size"] = c.vocab_size;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["rms_norm_eps"] = c.rms_norm_eps;
+  j["rope_theta"] = c.rope_theta;
+  if (c.rope_scaling.type.empty()) {
+    j["rope_scaling"] = nullptr;
+  } else {
+    json rs;
+    rs["rope_type"] = c.rope_scaling.type;
+    rs["factor"] = c.rope_scaling.factor;
+    if (c.rope_scaling.type == "llama3") {
+      rs["low_freq_factor"] = c.rope_scaling.low_freq_factor;
+      rs["high_freq_factor"] = c.rope_scaling.high_freq_factor;
+    }
+    if (c.rope_scaling.original_max_position_embeddings > 0) {
+      rs["original_max_position_embeddings"] = c.rope_scaling.original_max_position_embeddings;
+    }
+    j["rope_scaling"] = rs;
+  }
+  j["attention_bias"] = c.attention_bias;
+  j["mlp_bias"] = false;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["torch_dtype"] = c.torch_dtype;
+  if (qwen2) {
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = c.max_position_embeddings;
+    j["max_window_layers"] = c.num_hidden_layers;
+  }
+  j["attention_dropout"] = 0.0;
+  j["use_cache"] = true;
+  return j.dump(2) + "\n";
+}
+
+StatusOr<ModelConfig> ModelPreset(const std::string& name) {
+  ModelConfig c;
+  c.model_type = "qwen2";
+  c.attention_bias = true;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 1000000.0;
+  c.torch_dtype = "bfloat16";
+  // Values from the published config.json of Qwen/Qwen2.5-0.5B and Qwen/Qwen2.5-7B.
+  if (name == "qwen2.5-0.5b") {
+    c.hidden_size = 896;
+    c.num_hidden_layers = 24;
+    c.num_attention_heads = 14;
+    c.num_key_value_heads = 2;
+    c.intermediate_size = 4864;
+    c.vocab_size = 151936;
+    c.max_position_embeddings = 32768;
+    c.tie_word_embeddings = true;
+  } else if (name == "qwen2.5-7b") {
+    c.hidden_size = 3584;
+    c.num_hidden_layers = 28;
+    c.num_attention_heads = 28;
+    c.num_key_value_heads = 4;
+    c.intermediate_size = 18944;
+    c.vocab_size = 152064;
+    c.max_position_embeddings = 131072;
+    c.tie_word_embeddings = false;
+  } else if (name == "tiny") {
+    // A 2-layer Qwen2-shaped model over a byte vocabulary, for tests and
+    // the quickstart.
+    c.hidden_size = 64;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 4;
+    c.num_key_value_heads = 2;
+    c.intermediate_size = 176;
+    c.vocab_size = 256;
+    c.max_position_embeddings = 32768;
+    c.tie_word_embeddings = true;
+    c.torch_dtype = "float32";
+  } else {
+    return InvalidArgumentError("unknown model preset \"" + name +
+                                "\"; valid presets: qwen2.5-0.5b, qwen2.5-7b, tiny");
+  }
+  c.head_dim = c.hidden_size / c.num_attention_heads;
+  return c;
+}
+
+}  // namespace skrull::scheduler

@@ -1,0 +1,189 @@
+#include "scheduler/policy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <unordered_map>
+
+#include "scheduler/gds.h"
+#include "scheduler/packing.h"
+
+namespace skrull::scheduler {
+namespace {
+
+constexpr Policy kAll[] = {Policy::kSkrull,     Policy::kCpAll,      Policy::kSorted,
+                           Policy::kBalancedCp, Policy::kRoundRobin, Policy::kSkrullPaper};
+
+std::string ValidNames() {
+  std::string names;
+  for (Policy p : kAll) names += std::string(names.empty() ? "" : ", ") + PolicyName(p);
+  return names;
+}
+
+Status Validate(const std::vector<Sequence>& batch, const ScheduleOptions& options) {
+  std::vector<std::string> problems;
+  if (options.bucket_size_tokens <= 0) {
+    problems.push_back("bucket_size_tokens: must be > 0 (got " +
+                       std::to_string(options.bucket_size_tokens) + ")");
+  }
+  if (options.topology.dp < 1) {
+    problems.push_back("topology.dp: must be >= 1 (got " + std::to_string(options.topology.dp) +
+                       ")");
+  }
+  if (options.topology.cp < 1) {
+    problems.push_back("topology.cp: must be >= 1 (got " + std::to_string(options.topology.cp) +
+                       ")");
+  }
+  std::unordered_map<int64_t, size_t> first_index;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const std::string where =
+        "global_batch[" + std::to_string(i) + "] (id " + std::to_string(batch[i].id) + ")";
+    if (batch[i].length <= 0) {
+      problems.push_back(where + ": length must be > 0 (got " + std::to_string(batch[i].length) +
+                         ")");
+    }
+    auto [it, inserted] = first_index.emplace(batch[i].id, i);
+    if (!inserted) {
+      problems.push_back(where + ": duplicate id, also at global_batch[" +
+                         std::to_string(it->second) + "]");
+    }
+  }
+  if (!problems.empty()) {
+    std::string message = "invalid schedule input: ";
+    for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
+    return InvalidArgumentError(message);
+  }
+  // Every sequence must fit the CP group as a distributed sequence.
+  const int64_t bucket = options.bucket_size_tokens;
+  const int cp = options.topology.cp;
+  std::string too_long;
+  for (const Sequence& s : batch) {
+    if (ShardTokens(s.length, cp) <= bucket) continue;
+    too_long += std::string(too_long.empty() ? "" : "; ") + "sequence id " + std::to_string(s.id) +
+                " has " + std::to_string(s.length) + " tokens, more than BucketSize " +
+                std::to_string(bucket) + " x CP " + std::to_string(cp) + " = " +
+                std::to_string(bucket * cp) +
+                "; it fits with CP >= " + std::to_string((s.length + bucket - 1) / bucket) +
+                " at this BucketSize, or with " +
+                "BucketSize >= " + std::to_string(ShardTokens(s.length, cp)) + " at CP " +
+                std::to_string(cp);
+  }
+  if (!too_long.empty()) return FailedPreconditionError(too_long);
+  return OkStatus();
+}
+
+// Pads every DP rank to the same micro-batch count and fills derived fields.
+void Finish(Plan& plan, const CostModel& cost) {
+  size_t most = 0;
+  for (const DpRankPlan& r : plan.ranks) most = std::max(most, r.micro_batches.size());
+  for (size_t d = 0; d < plan.ranks.size(); ++d) {
+    auto& mbs = plan.ranks[d].micro_batches;
+    while (mbs.size() < most) {
+      MicroBatch mb;
+      mb.dp_rank = static_cast<int>(d);
+      mb.index = static_cast<int>(mbs.size());
+      mbs.push_back(std::move(mb));
+    }
+  }
+  FillDerived(plan, cost);
+}
+
+std::vector<Sequence> SortedByLength(std::vector<Sequence> batch) {
+  std::stable_sort(batch.begin(), batch.end(), [](const Sequence& a, const Sequence& b) {
+    return a.length != b.length ? a.length < b.length : a.id < b.id;
+  });
+  return batch;
+}
+
+// cp-all and sorted: contiguous DP split of `ordered`, packed in order.
+void ContiguousPacked(const std::vector<Sequence>& ordered, Plan& plan) {
+  const SequenceGroups parts = ContiguousSplit(ordered, plan.topology.dp);
+  for (int d = 0; d < plan.topology.dp; ++d) {
+    plan.ranks[d].micro_batches =
+        AllDistributed(PackInOrder(parts[d], plan.topology.cp, plan.bucket_size_tokens), d);
+  }
+}
+
+void BalancedCp(const std::vector<Sequence>& batch, const CostModel& cost, Plan& plan) {
+  std::vector<double> weights;
+  for (const Sequence& s : batch) weights.push_back(cost.FlopsPerSequence(s.length));
+  const auto bins = LptBinPack(weights, plan.topology.dp);
+  for (int d = 0; d < plan.topology.dp; ++d) {
+    std::vector<Sequence> sub;
+    for (int k : bins[d]) sub.push_back(batch[k]);
+    plan.ranks[d].micro_batches =
+        AllDistributed(PackFirstFitDecreasing(sub, plan.topology.cp, plan.bucket_size_tokens), d);
+  }
+}
+
+}  // namespace
+
+const char* PolicyName(Policy policy) {
+  switch (policy) {
+    case Policy::kSkrull:
+      return "skrull";
+    case Policy::kCpAll:
+      return "cp-all";
+    case Policy::kSorted:
+      return "sorted";
+    case Policy::kBalancedCp:
+      return "balanced-cp";
+    case Policy::kRoundRobin:
+      return "round-robin";
+    case Policy::kSkrullPaper:
+      return "skrull-paper";
+  }
+  return "?";
+}
+
+StatusOr<Policy> ParsePolicy(const std::string& name) {
+  for (Policy p : kAll) {
+    if (name == PolicyName(p)) return p;
+  }
+  return InvalidArgumentError("unknown policy \"" + name + "\"; valid policies: " + ValidNames());
+}
+
+std::vector<Policy> AllPolicies() { return std::vector<Policy>(std::begin(kAll), std::end(kAll)); }
+
+StatusOr<Plan> Schedule(Policy policy, const std::vector<Sequence>& global_batch,
+                        const ScheduleOptions& options, const CostModel& cost) {
+  const auto start = std::chrono::steady_clock::now();
+  SKRULL_RETURN_IF_ERROR(Validate(global_batch, options));
+  Plan plan;
+  plan.policy = PolicyName(policy);
+  plan.topology = options.topology;
+  plan.bucket_size_tokens = options.bucket_size_tokens;
+  plan.ranks.resize(static_cast<size_t>(options.topology.dp));
+
+  switch (policy) {
+    case Policy::kCpAll:
+      ContiguousPacked(global_batch, plan);
+      break;
+    case Policy::kSorted:
+      ContiguousPacked(SortedByLength(global_batch), plan);
+      break;
+    case Policy::kBalancedCp:
+      BalancedCp(global_batch, cost, plan);
+      break;
+    case Policy::kSkrull:
+    case Policy::kSkrullPaper:
+    case Policy::kRoundRobin: {
+      static const HardwareProfile kDefaultHardware = H100Profile();
+      GdsOptions gds;
+      gds.topology = options.topology;
+      gds.bucket_size_tokens = options.bucket_size_tokens;
+      gds.rule = policy == Policy::kRoundRobin ? DacpRule::kRoundRobin : DacpRule::kComputeBalanced;
+      gds.cost_aware = policy == Policy::kSkrull;
+      gds.hardware = options.hardware ? options.hardware : &kDefaultHardware;
+      GdsResult result = RunGds(global_batch, gds, cost);
+      plan.ranks = std::move(result.ranks);
+      plan.rollbacks = result.rollbacks;
+      break;
+    }
+  }
+  Finish(plan, cost);
+  plan.schedule_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return plan;
+}
+
+}  // namespace skrull::scheduler

@@ -1,0 +1,239 @@
+#include "scheduler/simulator.h"
+
+#include <algorithm>
+#include <random>
+
+namespace skrull::scheduler {
+namespace {
+
+// Kernels one decoder layer launches per micro-batch, forward + backward
+// (norms, projections, RoPE, attention, residual adds, SwiGLU; backward
+// about twice the forward's ~13), and the extra forward when recomputing.
+constexpr double kKernelsPerLayerTraining = 40;
+constexpr double kKernelsPerLayerRecompute = 13;
+
+}  // namespace
+
+MicroBatchPricer::MicroBatchPricer(std::vector<int64_t> lengths, int cp, const CostModel& cost,
+                                   const HardwareProfile& hw)
+    : lengths_(std::move(lengths)), cp_(cp), hw_(hw) {
+  SKRULL_CHECK(cp >= 1) << "cp=" << cp;
+  const double hw_factor = cost.HardwareFlopsFactor();
+  layers_ = static_cast<double>(cost.model().num_hidden_layers);
+  for (int64_t s : lengths_) {
+    const double attention_flops = cost.AttentionFlops(s) * hw_factor;
+    local_attention_seconds_.push_back(hw.AttentionSeconds(attention_flops, s));
+    shard_attention_seconds_.push_back(
+        hw.AttentionSeconds(attention_flops / cp, ShardTokens(s, cp)));
+  }
+  kv_bytes_per_token_ = cost.KvBytesPerLayer(1);
+  gathers_ = cost.options().recompute ? 2.0 : 1.0;
+  linear_flops_per_token_ = cost.LinearFlopsPerToken() * hw_factor;
+  launch_seconds_ =
+      layers_ *
+      (kKernelsPerLayerTraining + (cost.options().recompute ? kKernelsPerLayerRecompute : 0)) *
+      hw.kernel_launch_seconds;
+}
+
+MicroBatchTime MicroBatchPricer::Price(const std::vector<int>& placement) const {
+  MicroBatchTime t;
+  t.cp_rank_seconds.assign(static_cast<size_t>(cp_), 0.0);
+  Evaluate(placement, &t);
+  return t;
+}
+
+double MicroBatchPricer::Seconds(const std::vector<int>& placement) const {
+  MicroBatchTime t;
+  Evaluate(placement, &t);
+  return t.seconds;
+}
+
+void MicroBatchPricer::Evaluate(const std::vector<int>& placement, MicroBatchTime* out) const {
+  SKRULL_CHECK(placement.size() == lengths_.size());
+  local_tokens_.assign(static_cast<size_t>(cp_), 0);
+  local_attention_.assign(static_cast<size_t>(cp_), 0.0);
+  int64_t shard_tokens = 0;        // per rank, all distributed sequences
+  int64_t distributed_tokens = 0;  // whole lengths, for the K/V payload
+  double shard_attention_seconds = 0;
+  for (size_t k = 0; k < lengths_.size(); ++k) {
+    const int r = placement[k];
+    if (r == kDistributed) {
+      shard_tokens += ShardTokens(lengths_[k], cp_);
+      distributed_tokens += lengths_[k];
+      shard_attention_seconds += shard_attention_seconds_[k];
+    } else {
+      SKRULL_CHECK(r >= 0 && r < cp_) << "placement " << r << " cp " << cp_;
+      local_tokens_[r] += lengths_[k];
+      local_attention_[r] += local_attention_seconds_[k];
+    }
+  }
+
+  MicroBatchTime& t = *out;
+  if (distributed_tokens > 0 && cp_ > 1) {
+    const double bytes = kv_bytes_per_token_ * static_cast<double>(distributed_tokens);
+    t.comm_seconds =
+        layers_ * (gathers_ * hw_.CollectiveSeconds(CollectiveOp::kAllGather, bytes, cp_) +
+                   hw_.CollectiveSeconds(CollectiveOp::kReduceScatter, bytes, cp_));
+  }
+  for (int r = 0; r < cp_; ++r) {
+    const int64_t tokens = local_tokens_[r] + shard_tokens;
+    if (tokens == 0) continue;
+    const double local =
+        hw_.ComputeSeconds(linear_flops_per_token_ * static_cast<double>(local_tokens_[r]),
+                           tokens) +
+        local_attention_[r] + launch_seconds_;
+    const double distributed =
+        hw_.ComputeSeconds(linear_flops_per_token_ * static_cast<double>(shard_tokens), tokens) +
+        shard_attention_seconds;
+    const double seconds = std::max(t.comm_seconds, local) + distributed;
+    if (!t.cp_rank_seconds.empty()) t.cp_rank_seconds[r] = seconds;
+    if (seconds > t.seconds) {
+      t.seconds = seconds;
+      t.compute_seconds = local + distributed;
+    }
+  }
+}
+
+MicroBatchTime SimulatePlacement(const std::vector<int64_t>& lengths,
+                                 const std::vector<int>& placement, int cp, const CostModel& cost,
+                                 const HardwareProfile& hw) {
+  return MicroBatchPricer(lengths, cp, cost, hw).Price(placement);
+}
+
+MicroBatchTime SimulateMicroBatch(const MicroBatch& mb, int cp, const CostModel& cost,
+                                  const HardwareProfile& hw) {
+  std::vector<int64_t> lengths;
+  std::vector<int> placement;
+  lengths.reserve(mb.sequences.size());
+  placement.reserve(mb.sequences.size());
+  for (const PlacedSequence& s : mb.sequences) {
+    lengths.push_back(s.length);
+    placement.push_back(s.cp_rank);
+  }
+  return SimulatePlacement(lengths, placement, cp, cost, hw);
+}
+
+IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw) {
+  IterationTime it;
+  double slowest_comm = 0, slowest_compute = 0;
+  for (const DpRankPlan& rank : plan.ranks) {
+    double seconds = 0, comm = 0, compute = 0;
+    for (const MicroBatch& mb : rank.micro_batches) {
+      const MicroBatchTime t = SimulateMicroBatch(mb, plan.topology.cp, cost, hw);
+      seconds += t.seconds;
+      comm += t.comm_seconds;
+      compute += t.compute_seconds;
+    }
+    if (it.dp_rank_seconds.empty() || seconds > it.seconds) {
+      it.seconds = seconds;
+      slowest_comm = comm;
+      slowest_compute = compute;
+    }
+    it.dp_rank_seconds.push_back(seconds);
+  }
+  const double all_reduce = hw.CollectiveSeconds(CollectiveOp::kAllReduce, cost.GradientBytes(),
+                                                 plan.topology.WorldSize());
+  it.seconds += all_reduce;
+  it.comm_seconds = slowest_comm + all_reduce;
+  it.compute_seconds = slowest_compute;
+  return it;
+}
+
+StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
+                                    const SimulationOptions& options, const CostModel& cost,
+                                    const HardwareProfile& hw) {
+  std::vector<std::string> problems;
+  if (dataset_lengths.empty()) problems.push_back("dataset: no sequence lengths");
+  for (size_t i = 0; i < dataset_lengths.size(); ++i) {
+    if (dataset_lengths[i] <= 0) {
+      problems.push_back("dataset[" + std::to_string(i) + "]: length must be > 0 (got " +
+                         std::to_string(dataset_lengths[i]) + ")");
+      break;
+    }
+  }
+  if (options.topology.dp < 1) problems.push_back("dp: must be >= 1");
+  if (options.topology.cp < 1) problems.push_back("cp: must be >= 1");
+  if (options.bucket_size_tokens <= 0) problems.push_back("bucket_size_tokens: must be > 0");
+  if (options.batch_size < 1) problems.push_back("batch_size: must be >= 1");
+  if (options.steps < 1) problems.push_back("steps: must be >= 1");
+  if (!problems.empty()) {
+    std::string message = "simulation options:";
+    for (const auto& p : problems) message += " " + p + ";";
+    return InvalidArgumentError(message);
+  }
+  const std::vector<Policy> policies = options.policies.empty() ? AllPolicies() : options.policies;
+  const int dp = options.topology.dp;
+  const int cp = options.topology.cp;
+  const double world = options.topology.WorldSize();
+  ScheduleOptions schedule_options;
+  schedule_options.topology = options.topology;
+  schedule_options.bucket_size_tokens = options.bucket_size_tokens;
+  schedule_options.hardware = &hw;
+
+  struct Totals {
+    double seconds = 0, tokens = 0, imbalance = 0, schedule_seconds = 0;
+    PolicyStats stats;
+  };
+  std::vector<Totals> totals(policies.size());
+  SimulationReport report;
+  report.steps = options.steps;
+  std::mt19937_64 rng(options.seed);
+  std::uniform_int_distribution<size_t> pick(0, dataset_lengths.size() - 1);
+  const size_t batch_sequences = static_cast<size_t>(dp) * options.batch_size;
+  for (int step = 0; step < options.steps; ++step) {
+    std::vector<Sequence> batch(batch_sequences);
+    double batch_tokens = 0, batch_flops = 0, longest_flops = 0;
+    for (size_t k = 0; k < batch.size(); ++k) {
+      batch[k] = {static_cast<int64_t>(k), dataset_lengths[pick(rng)]};
+      batch_tokens += static_cast<double>(batch[k].length);
+      const double f = cost.HardwareFlopsPerSequence(batch[k].length);
+      batch_flops += f;
+      longest_flops = std::max(longest_flops, f);
+    }
+    report.lower_bound_seconds +=
+        std::max(batch_flops / world, longest_flops / cp) / hw.peak_flops_per_second;
+    for (size_t p = 0; p < policies.size(); ++p) {
+      auto plan = Schedule(policies[p], batch, schedule_options, cost);
+      if (!plan.ok()) {
+        return plan.status().WithContext(std::string("policy ") + PolicyName(policies[p]) +
+                                         ", step " + std::to_string(step));
+      }
+      const IterationTime time = SimulatePlan(*plan, cost, hw);
+      Totals& t = totals[p];
+      t.seconds += time.seconds;
+      t.tokens += batch_tokens;
+      t.schedule_seconds += plan->schedule_seconds;
+      t.stats.rollbacks_dacp += plan->rollbacks.dacp;
+      t.stats.rollbacks_gds += plan->rollbacks.gds;
+      double critical_flops = 0, all_flops = 0;
+      int64_t peak_tokens = 0;
+      for (const DpRankPlan& rank : plan->ranks) {
+        double rank_critical = 0;
+        for (const MicroBatch& mb : rank.micro_batches) {
+          if (mb.empty()) continue;
+          rank_critical += *std::max_element(mb.cp_rank_flops.begin(), mb.cp_rank_flops.end());
+          for (double f : mb.cp_rank_flops) all_flops += f;
+          peak_tokens = std::max(
+              peak_tokens, *std::max_element(mb.cp_rank_tokens.begin(), mb.cp_rank_tokens.end()));
+        }
+        critical_flops = std::max(critical_flops, rank_critical);
+      }
+      t.imbalance += all_flops > 0 ? critical_flops / (all_flops / world) : 1.0;
+      t.stats.peak_tokens_fraction = std::max(
+          t.stats.peak_tokens_fraction,
+          static_cast<double>(peak_tokens) / static_cast<double>(options.bucket_size_tokens));
+    }
+  }
+  report.lower_bound_seconds /= options.steps;
+  for (size_t p = 0; p < policies.size(); ++p) {
+    Totals& t = totals[p];
+    t.stats.mean_iteration_seconds = t.seconds / options.steps;
+    t.stats.tokens_per_second = t.seconds > 0 ? t.tokens / t.seconds : 0;
+    t.stats.flops_imbalance = t.imbalance / options.steps;
+    t.stats.mean_schedule_seconds = t.schedule_seconds / options.steps;
+    report.policies[PolicyName(policies[p])] = t.stats;
+  }
+  return report;
+}
+
+}  // namespace skrull::scheduler

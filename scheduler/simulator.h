@@ -1,0 +1,124 @@
+// Simulator: prices a Plan with a CostModel and a HardwareProfile, and runs
+// every policy over batches sampled from a dataset's length distribution.
+//
+// Time model of one micro-batch on CP rank j (the paper's Eq. 2):
+//   Time_j = max(comm, local_j) + dist_j
+//   comm    = per layer: all-gather of the distributed sequences' K/V
+//             (forward; again in backward when recomputing) + reduce-scatter
+//             of dK/dV (backward), over the CP group
+//   local_j = dense GEMMs of rank j's local tokens + causal attention of its
+//             local sequences + kernel launches
+//   dist_j  = dense GEMMs of rank j's shards + attention of the shards
+// GEMM efficiency is read at the rank's total tokens in the micro-batch,
+// attention efficiency at each sequence's (shard's) query length. A
+// micro-batch takes its slowest CP rank; a DP rank sums its micro-batches
+// (empty padding micro-batches cost nothing); the iteration is the slowest
+// DP rank plus one gradient all-reduce over all dp x cp ranks.
+#ifndef SKRULL_SCHEDULER_SIMULATOR_H_
+#define SKRULL_SCHEDULER_SIMULATOR_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/hardware_profile.h"
+#include "scheduler/plan.h"
+#include "scheduler/policy.h"
+
+namespace skrull::scheduler {
+
+struct MicroBatchTime {
+  double seconds = 0;                   // slowest CP rank
+  std::vector<double> cp_rank_seconds;  // Time_j per CP rank
+  double comm_seconds = 0;              // CP K/V collectives (same on every rank)
+  double compute_seconds = 0;           // compute on the slowest rank
+};
+
+// Prices one micro-batch run by a CP group of `cp` ranks.
+MicroBatchTime SimulateMicroBatch(const MicroBatch& mb, int cp, const CostModel& cost,
+                                  const HardwareProfile& hw);
+// Prices placements of one fixed set of sequences, caching the per-sequence
+// terms (the cost-aware scheduler prices many placements of one micro-batch).
+// Thread-compatible: Price() reuses scratch buffers.
+class MicroBatchPricer {
+ public:
+  MicroBatchPricer(std::vector<int64_t> lengths, int cp, const CostModel& cost,
+                   const HardwareProfile& hw);
+  // placement[k]: kDistributed or the CP rank of lengths[k].
+  MicroBatchTime Price(const std::vector<int>& placement) const;
+  // Price(placement).seconds without the per-rank breakdown.
+  double Seconds(const std::vector<int>& placement) const;
+
+ private:
+  // Fills `out`; fills out->cp_rank_seconds only when it is sized cp.
+  void Evaluate(const std::vector<int>& placement, MicroBatchTime* out) const;
+
+  std::vector<int64_t> lengths_;
+  int cp_;
+  const HardwareProfile& hw_;
+  double layers_ = 0, kv_bytes_per_token_ = 0, gathers_ = 0;
+  double linear_flops_per_token_ = 0, launch_seconds_ = 0;
+  std::vector<double> local_attention_seconds_, shard_attention_seconds_;
+  mutable std::vector<int64_t> local_tokens_;
+  mutable std::vector<double> local_attention_;
+};
+
+// The same model on raw inputs: placement[k] is kDistributed or the CP rank
+// of the sequence of lengths[k]. REQUIRES: equal sizes, ranks in [0, cp).
+MicroBatchTime SimulatePlacement(const std::vector<int64_t>& lengths,
+                                 const std::vector<int>& placement, int cp, const CostModel& cost,
+                                 const HardwareProfile& hw);
+
+struct IterationTime {
+  double seconds = 0;                   // slowest DP rank + gradient all-reduce
+  std::vector<double> dp_rank_seconds;  // per DP rank, without the all-reduce
+  double comm_seconds = 0;              // on the slowest DP rank: CP comm + all-reduce
+  double compute_seconds = 0;           // on the slowest DP rank
+};
+
+IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw);
+
+struct PolicyStats {
+  double mean_iteration_seconds = 0;
+  double tokens_per_second = 0;  // all tokens of all steps / all simulated seconds
+  // Critical-path FLOPs of the slowest DP rank (sum over its micro-batches
+  // of the busiest CP rank's FLOPs) over the mean per-GPU FLOPs; 1 = perfect
+  // balance across both DP ranks and CP ranks. Mean over steps.
+  double flops_imbalance = 0;
+  int64_t rollbacks_dacp = 0;  // summed over steps
+  int64_t rollbacks_gds = 0;
+  double peak_tokens_fraction = 0;   // max over steps of (max CP-rank tokens / BucketSize)
+  double mean_schedule_seconds = 0;  // wall time of Schedule()
+};
+
+struct SimulationOptions {
+  Topology topology;
+  int64_t bucket_size_tokens = 0;
+  int batch_size = 0;  // sequences per DP rank per step
+  int steps = 0;
+  uint64_t seed = 0;
+  std::vector<Policy> policies;  // empty = AllPolicies()
+};
+
+struct SimulationReport {
+  std::map<std::string, PolicyStats> policies;  // keyed by PolicyName
+  // Per-iteration lower bound, averaged over steps: max(total hardware
+  // FLOPs / world size, longest sequence's hardware FLOPs / cp) at peak.
+  double lower_bound_seconds = 0;
+  int steps = 0;
+};
+
+// Samples `steps` global batches of dp x batch_size sequences uniformly (with
+// replacement) from `dataset_lengths` with std::mt19937_64(seed); every
+// policy sees the same batches. Errors: empty dataset, bad options, or a
+// policy's Schedule error (prefixed with the policy name and step).
+StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
+                                    const SimulationOptions& options, const CostModel& cost,
+                                    const HardwareProfile& hw);
+
+}  // namespace skrull::scheduler
+
+#endif  // SKRULL_SCHEDULER_SIMULATOR_H_

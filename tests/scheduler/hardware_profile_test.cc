@@ -1,0 +1,113 @@
+#include "scheduler/hardware_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tests/scheduler/test_util.h"
+
+namespace skrull::scheduler {
+namespace {
+
+std::string ReadSourceFile(const std::string& relative) {
+  const char* root = std::getenv("SKRULL_SOURCE_DIR");
+  const std::string path = std::string(root ? root : ".") + "/" + relative;
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(HardwareProfile, ShippedH100JsonEqualsH100Profile) {
+  const std::string text = ReadSourceFile("scheduler/profiles/h100.json");
+  ASSERT_FALSE(text.empty()) << "scheduler/profiles/h100.json not found; set SKRULL_SOURCE_DIR";
+  EXPECT_EQ(text, ToJson(H100Profile()))
+      << "regenerate scheduler/profiles/h100.json from ToJson(H100Profile())";
+  auto parsed = ParseHardwareProfileJson(text, "h100.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(ToJson(*parsed), text);
+}
+
+TEST(HardwareProfile, H100UsesPublishedPeakAndNamesItsSources) {
+  const HardwareProfile p = H100Profile();
+  EXPECT_DOUBLE_EQ(p.peak_flops_per_second, 989e12);
+  for (const char* source : {"989 TFLOP/s", "2407.08608", "2505.19609", "Table 5", "estimate"}) {
+    EXPECT_NE(p.source_notes.find(source), std::string::npos) << source;
+  }
+}
+
+TEST(HardwareProfile, CollectiveFitReproducesThePapersTable5) {
+  // Skrull Table 5 (MB = 2^20 bytes -> microseconds), assumed 8 ranks.
+  const double mb[] = {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+  const double all_gather[] = {53.29, 72.52, 97.86,  199.3,  286.2,
+                               488.6, 910.6, 1758.4, 3416.4, 6467.9};
+  const double reduce_scatter[] = {59.48, 79.26, 104.7,  177.4,  269.5,
+                                   458.8, 864.3, 1663.9, 3239.5, 6294.3};
+  const double all_reduce[] = {84.65, 113.3,  168.4,  312.2,  479.2,
+                               859.7, 1642.9, 3197.9, 6181.2, 12126};
+  const HardwareProfile p = H100Profile();
+  for (int i = 0; i < 10; ++i) {
+    const double bytes = mb[i] * (1 << 20);
+    EXPECT_NEAR(p.CollectiveSeconds(CollectiveOp::kAllGather, bytes, 8) * 1e6, all_gather[i],
+                0.25 * all_gather[i]);
+    EXPECT_NEAR(p.CollectiveSeconds(CollectiveOp::kReduceScatter, bytes, 8) * 1e6,
+                reduce_scatter[i], 0.25 * reduce_scatter[i]);
+    EXPECT_NEAR(p.CollectiveSeconds(CollectiveOp::kAllReduce, bytes, 8) * 1e6, all_reduce[i],
+                0.25 * all_reduce[i]);
+  }
+}
+
+TEST(HardwareProfile, CollectiveSecondsIsLatencyPlusBusBytesOverBandwidth) {
+  const HardwareProfile p = testing::UnitProfile();  // 10 us + bytes / 1e9
+  EXPECT_DOUBLE_EQ(p.CollectiveSeconds(CollectiveOp::kAllGather, 4e6, 4), 10e-6 + 4e6 * 0.75 / 1e9);
+  EXPECT_DOUBLE_EQ(p.CollectiveSeconds(CollectiveOp::kAllReduce, 4e6, 4), 10e-6 + 4e6 * 1.5 / 1e9);
+  EXPECT_EQ(p.CollectiveSeconds(CollectiveOp::kAllGather, 4e6, 1), 0);  // no peers
+  EXPECT_EQ(p.CollectiveSeconds(CollectiveOp::kReduceScatter, 0, 8), 0);
+}
+
+TEST(HardwareProfile, InterpolatesEfficiencyAndClampsAtTheEnds) {
+  const std::vector<std::pair<int64_t, double>> t = {{100, 0.2}, {200, 0.6}, {400, 0.8}};
+  EXPECT_DOUBLE_EQ(HardwareProfile::Interpolate(t, 1), 0.2);
+  EXPECT_DOUBLE_EQ(HardwareProfile::Interpolate(t, 150), 0.4);
+  EXPECT_DOUBLE_EQ(HardwareProfile::Interpolate(t, 300), 0.7);
+  EXPECT_DOUBLE_EQ(HardwareProfile::Interpolate(t, 400), 0.8);
+  EXPECT_DOUBLE_EQ(HardwareProfile::Interpolate(t, 1 << 20), 0.8);
+  HardwareProfile p = testing::UnitProfile();
+  p.gemm_efficiency = t;
+  p.attention_efficiency = {{1, 0.5}};
+  EXPECT_DOUBLE_EQ(p.ComputeSeconds(4e11, 150), 4e11 / (1e12 * 0.4));
+  EXPECT_DOUBLE_EQ(p.AttentionSeconds(1e12, 7), 2.0);
+  EXPECT_EQ(p.ComputeSeconds(0, 150), 0);
+}
+
+TEST(HardwareProfile, JsonRoundTrips) {
+  HardwareProfile p = testing::UnitProfile();
+  p.gemm_efficiency = {{16, 0.125}, {1024, 0.5}};
+  auto back = ParseHardwareProfileJson(ToJson(p), "unit.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ToJson(*back), ToJson(p));
+  EXPECT_EQ(back->gemm_efficiency, p.gemm_efficiency);
+}
+
+TEST(HardwareProfile, ParseReportsEveryProblemWithItsField) {
+  auto p = ParseHardwareProfileJson(R"({"name": "x", "peak_flops_per_second": 0,
+      "gemm_efficiency": [[100, 0.5], [50, 1.5]], "attention_efficiency": [],
+      "all_gather": {"latency_seconds": 1e-5}, "reduce_scatter": {"latency_seconds": 1e-5,
+      "bandwidth_bytes_per_second": 1e9}, "kernel_launch_seconds": 1e-6})",
+                                    "bad.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  const std::string& m = p.status().message();
+  for (const char* want :
+       {"bad.json", "peak_flops_per_second: must be > 0", "gemm_efficiency[1]: fraction of peak",
+        "gemm_efficiency[1]: tokens must be strictly ascending", "attention_efficiency: required",
+        "all_gather.bandwidth_bytes_per_second: required field missing", "all_reduce: required"}) {
+    EXPECT_NE(m.find(want), std::string::npos) << want << " in " << m;
+  }
+  EXPECT_FALSE(ParseHardwareProfileJson("[1,", "x.json").ok());
+}
+
+}  // namespace
+}  // namespace skrull::scheduler

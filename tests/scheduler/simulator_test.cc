@@ -1,0 +1,157 @@
+#include "scheduler/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/scheduler/test_util.h"
+
+namespace skrull::scheduler {
+namespace {
+
+using testing::MakeBatch;
+using testing::Preset;
+using testing::UnitProfile;
+
+// The tiny model (h=64, q=64, kv=32, f=176, L=2, V=256):
+//   linear fwd+bwd = 6 * (2 * 46,080 + 64 * 256) = 651,264 FLOPs per token,
+//   attention = 3 * 2 * 2 * 64 = 768 FLOPs per S^2, K/V = 128 B per token
+//   and layer. UnitProfile: 1e12 FLOP/s flat, collectives 10 us + bus bytes
+//   / 1e9 B/s, no launch cost.
+constexpr double kLinear = 651264.0 / 1e12;  // seconds per token
+constexpr double kAttention = 768.0 / 1e12;  // seconds per S^2
+
+MicroBatch Mb(std::vector<PlacedSequence> sequences, int dp_rank = 0, int index = 0) {
+  MicroBatch mb;
+  mb.dp_rank = dp_rank;
+  mb.index = index;
+  mb.sequences = std::move(sequences);
+  return mb;
+}
+
+TEST(Simulator, MicroBatchOverlapsCommWithLocalComputeThenRunsShards) {
+  const CostModel cost(Preset("tiny"));
+  // cp=2: id 0 (1000) local on r0, id 1 (2000) distributed: 1000 per rank.
+  const MicroBatchTime t =
+      SimulateMicroBatch(Mb({{0, 1000, 0}, {1, 2000, kDistributed}}), 2, cost, UnitProfile());
+  // Per layer: all-gather + reduce-scatter of 2000 * 128 B over 2 ranks.
+  const double comm = 2 * 2 * (10e-6 + 2000 * 128 * 0.5 / 1e9);
+  EXPECT_DOUBLE_EQ(t.comm_seconds, comm);
+  const double local0 = kLinear * 1000 + kAttention * 1000 * 1000;
+  const double shards = kLinear * 1000 + kAttention * 2000 * 2000 / 2;
+  ASSERT_EQ(t.cp_rank_seconds.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.cp_rank_seconds[0], std::max(comm, local0) + shards);  // comm hidden
+  EXPECT_DOUBLE_EQ(t.cp_rank_seconds[1], comm + shards);                    // comm exposed
+  EXPECT_DOUBLE_EQ(t.seconds, t.cp_rank_seconds[0]);
+  EXPECT_DOUBLE_EQ(t.compute_seconds, local0 + shards);
+}
+
+TEST(Simulator, AllLocalMicroBatchHasNoCommAndCpOneNeverCommunicates) {
+  const CostModel cost(Preset("tiny"));
+  const MicroBatchTime local = SimulateMicroBatch(Mb({{0, 500, 1}}), 4, cost, UnitProfile());
+  EXPECT_EQ(local.comm_seconds, 0);
+  EXPECT_DOUBLE_EQ(local.seconds, kLinear * 500 + kAttention * 500 * 500);
+  EXPECT_EQ(local.cp_rank_seconds[0], 0);  // idle rank
+  const MicroBatchTime cp1 =
+      SimulateMicroBatch(Mb({{0, 500, kDistributed}}), 1, cost, UnitProfile());
+  EXPECT_EQ(cp1.comm_seconds, 0);
+  EXPECT_DOUBLE_EQ(cp1.seconds, local.seconds);
+}
+
+TEST(Simulator, RecomputeAddsAForwardAndAnAllGather) {
+  CostModelOptions o;
+  o.recompute = true;
+  const CostModel cost(Preset("tiny"), o);
+  const MicroBatchTime t =
+      SimulateMicroBatch(Mb({{0, 2000, kDistributed}}), 2, cost, UnitProfile());
+  EXPECT_DOUBLE_EQ(t.comm_seconds, 2 * (2 + 1) * (10e-6 + 2000 * 128 * 0.5 / 1e9));
+  EXPECT_DOUBLE_EQ(t.seconds,
+                   t.comm_seconds + 4.0 / 3 * (kLinear * 1000 + kAttention * 2000 * 2000 / 2));
+}
+
+TEST(Simulator, KernelLaunchesAndEfficiencyTablesSlowSmallMicroBatches) {
+  const CostModel cost(Preset("tiny"));
+  HardwareProfile hw = UnitProfile();
+  hw.kernel_launch_seconds = 1e-6;
+  hw.gemm_efficiency = {{100, 0.5}, {1000, 1.0}};
+  hw.attention_efficiency = {{100, 0.25}, {1000, 1.0}};
+  const MicroBatchTime t = SimulateMicroBatch(Mb({{0, 100, 0}}), 1, cost, hw);
+  // 40 kernels per layer, 2 layers.
+  EXPECT_DOUBLE_EQ(t.seconds, kLinear * 100 / 0.5 + kAttention * 100 * 100 / 0.25 + 80e-6);
+}
+
+TEST(Simulator, PlanTakesTheSlowestDpRankPlusTheGradientAllReduce) {
+  const CostModel cost(Preset("tiny"));
+  Plan plan;
+  plan.topology = {2, 2};
+  plan.bucket_size_tokens = 10000;
+  plan.ranks.resize(2);
+  plan.ranks[0].micro_batches = {Mb({{0, 1000, 0}, {1, 2000, kDistributed}}),
+                                 Mb({{2, 10, 1}}, 0, 1)};
+  plan.ranks[1].micro_batches = {Mb({{3, 300, 0}}, 1, 0), Mb({}, 1, 1)};  // padded
+  const IterationTime it = SimulatePlan(plan, cost, UnitProfile());
+  const double mb0 =
+      SimulateMicroBatch(plan.ranks[0].micro_batches[0], 2, cost, UnitProfile()).seconds;
+  const double mb1 = kLinear * 10 + kAttention * 100;
+  ASSERT_EQ(it.dp_rank_seconds.size(), 2u);
+  EXPECT_DOUBLE_EQ(it.dp_rank_seconds[0], mb0 + mb1);
+  EXPECT_DOUBLE_EQ(it.dp_rank_seconds[1], kLinear * 300 + kAttention * 300 * 300);
+  // 109,120 parameters x 4 bytes all-reduced over 4 ranks: 2 * 3/4 bus factor.
+  const double all_reduce = 10e-6 + 109120.0 * 4 * 1.5 / 1e9;
+  EXPECT_DOUBLE_EQ(it.seconds, mb0 + mb1 + all_reduce);
+  EXPECT_DOUBLE_EQ(it.comm_seconds, 2 * 2 * (10e-6 + 2000 * 128 * 0.5 / 1e9) + all_reduce);
+}
+
+TEST(Simulator, SimulateIsDeterministicAndEveryPolicySeesTheSameBatches) {
+  const CostModel cost(Preset("qwen2.5-0.5b"));
+  std::vector<int64_t> dataset;
+  for (int i = 1; i <= 500; ++i) dataset.push_back(i * i % 9973 + 1);
+  SimulationOptions o;
+  o.topology = {2, 4};
+  o.bucket_size_tokens = 8192;
+  o.batch_size = 16;
+  o.steps = 5;
+  o.seed = 3;
+  auto all = Simulate(dataset, o, cost, H100Profile());
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->policies.size(), AllPolicies().size());
+  o.policies = {Policy::kCpAll};
+  auto one = Simulate(dataset, o, cost, H100Profile());
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->lower_bound_seconds, all->lower_bound_seconds);
+  const PolicyStats& a = all->policies.at("cp-all");
+  const PolicyStats& b = one->policies.at("cp-all");
+  EXPECT_EQ(a.mean_iteration_seconds, b.mean_iteration_seconds);
+  EXPECT_EQ(a.tokens_per_second, b.tokens_per_second);
+  for (const auto& [name, stats] : all->policies) {
+    EXPECT_GE(stats.mean_iteration_seconds, all->lower_bound_seconds) << name;
+    EXPECT_GE(stats.flops_imbalance, 1.0 - 1e-9) << name;
+    EXPECT_LE(stats.peak_tokens_fraction, 1.0) << name;
+    EXPECT_GT(stats.tokens_per_second, 0) << name;
+  }
+  EXPECT_LE(all->policies.at("skrull").mean_iteration_seconds,
+            all->policies.at("cp-all").mean_iteration_seconds);
+}
+
+TEST(Simulator, SimulateReportsBadOptionsAndSchedulingErrors) {
+  const CostModel cost(Preset("tiny"));
+  SimulationOptions o;
+  auto bad = Simulate({}, o, cost, UnitProfile());
+  ASSERT_FALSE(bad.ok());
+  for (const char* want : {"dataset: no sequence lengths", "bucket_size_tokens: must be > 0",
+                           "batch_size: must be >= 1", "steps: must be >= 1"}) {
+    EXPECT_NE(bad.status().message().find(want), std::string::npos) << want;
+  }
+  o.topology = {1, 2};
+  o.bucket_size_tokens = 100;
+  o.batch_size = 1;
+  o.steps = 1;
+  o.policies = {Policy::kSkrull};
+  auto too_long = Simulate({500}, o, cost, UnitProfile());
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(too_long.status().message().find("policy skrull, step 0: sequence id 0 has 500 tokens"),
+            std::string::npos)
+      << too_long.status();
+}
+
+}  // namespace
+}  // namespace skrull::scheduler

@@ -1,0 +1,63 @@
+#include "trainer/data/line_reader.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace skrull::data {
+
+LineReader::LineReader(int fd, std::string path, size_t buffer_bytes)
+    : fd_(fd), path_(std::move(path)), buffer_(buffer_bytes > 0 ? buffer_bytes : 1) {}
+
+Status LineReader::Fill() {
+  if (begin_ > 0) {  // move the partial line to the front
+    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+  while (true) {
+    ssize_t n = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return IoError(path_ + ": read failed: " + std::strerror(errno));
+    }
+    if (n == 0) eof_ = true;
+    end_ += static_cast<size_t>(n);
+    return OkStatus();
+  }
+}
+
+StatusOr<bool> LineReader::Next(std::string_view* line, int64_t* offset, int64_t* number) {
+  size_t scanned = begin_;  // bytes before this have no '\n'
+  while (true) {
+    const char* start = buffer_.data() + begin_;
+    const void* nl = std::memchr(buffer_.data() + scanned, '\n', end_ - scanned);
+    size_t len;
+    size_t consumed;
+    if (nl != nullptr) {
+      len = static_cast<size_t>(static_cast<const char*>(nl) - start);
+      consumed = len + 1;
+    } else if (eof_) {
+      if (begin_ == end_) return false;
+      len = end_ - begin_;
+      consumed = len;
+    } else {
+      scanned = end_ - begin_;
+      SKRULL_RETURN_IF_ERROR(Fill());
+      scanned += begin_;
+      continue;
+    }
+    *offset = file_offset_;
+    *number = ++line_number_;
+    if (len > 0 && start[len - 1] == '\r') --len;
+    *line = std::string_view(start, len);
+    begin_ += consumed;
+    file_offset_ += static_cast<int64_t>(consumed);
+    return true;
+  }
+}
+
+}  // namespace skrull::data

@@ -1,0 +1,41 @@
+// Private to trainer/data: streams a file's lines through a fixed buffer
+// without holding the file in memory.
+#ifndef SKRULL_TRAINER_DATA_LINE_READER_H_
+#define SKRULL_TRAINER_DATA_LINE_READER_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace skrull::data {
+
+class LineReader {
+ public:
+  // Reads `fd` (not owned) from its current position, `buffer_bytes` at a
+  // time; a line longer than the buffer grows it.
+  explicit LineReader(int fd, std::string path, size_t buffer_bytes = 4 << 20);
+
+  // The next line without its '\n' (and without a trailing '\r'), the byte
+  // offset of its first byte, and its 1-based number. Valid until the next
+  // call. Returns false at end of file; a last line without '\n' is a line.
+  StatusOr<bool> Next(std::string_view* line, int64_t* offset, int64_t* number);
+
+ private:
+  Status Fill();  // reads more bytes after end_; sets eof_
+
+  int fd_;
+  std::string path_;
+  std::vector<char> buffer_;
+  size_t begin_ = 0;         // first unread byte in buffer_
+  size_t end_ = 0;           // one past the last valid byte in buffer_
+  int64_t file_offset_ = 0;  // file offset of buffer_[begin_]
+  int64_t line_number_ = 0;
+  bool eof_ = false;
+};
+
+}  // namespace skrull::data
+
+#endif  // SKRULL_TRAINER_DATA_LINE_READER_H_
