@@ -1,0 +1,24 @@
+# Tests of trainer/model. Included by tests/trainer/CMakeLists.txt.
+# safetensors: torch-free, fast.
+skrull_test(trainer_safetensors_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/safetensors_format_test.cc
+  DEPS skrull_safetensors skrull_common)
+# The decoder on libtorch (CPU, tiny configs): one binary to keep link time down.
+skrull_test(trainer_model_test
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/model_attention_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model_rope_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model_decoder_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model_weights_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model_lora_test.cc
+  DEPS skrull_model)
+# Throughput numbers; skips unless SKRULL_MODEL_BENCH=1.
+skrull_test(trainer_model_bench_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/model_bench_test.cc
+  DEPS skrull_model
+  LABELS slow)
+# CUDA paths against the CPU reference; skips without a device.
+skrull_test(trainer_model_gpu_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/model_gpu_test.cc
+  DEPS skrull_model
+  LABELS gpu)
