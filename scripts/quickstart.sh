@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Command 1 of the quick start: install what is missing, build, and run the
-# main job (examples/quickstart.yaml) locally. Idempotent.
+# Command 1 of the quick start: install what is missing, build, make the
+# quickstart data set if it is not there, and run the main job
+# (examples/quickstart.yaml) locally with skrull-trainer. Idempotent.
 #   scripts/quickstart.sh [path/to/job.yaml]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -10,5 +11,14 @@ skrull_install_deps
 skrull_build
 
 JOB="${1:-examples/quickstart.yaml}"
-log "running $JOB"
-exec "$SKRULL_BUILD/bin/skrull-job" validate "$JOB"
+DATA="examples/data/quickstart.jsonl"
+if [ "$JOB" = "examples/quickstart.yaml" ] && [ ! -s "$DATA" ]; then
+  # Long samples are capped at bucketSize x contextParallel = 2048 x 2 tokens
+  # so none is skipped.
+  log "making the quickstart data set: $DATA"
+  "$SKRULL_BUILD/bin/skrull-make-data" --out "$DATA" --n 2000 --seed 0 --long-max 4096
+fi
+
+"$SKRULL_BUILD/bin/skrull-job" validate "$JOB"
+log "training: $SKRULL_BUILD/bin/skrull-trainer --job $JOB"
+exec "$SKRULL_BUILD/bin/skrull-trainer" --job "$JOB"

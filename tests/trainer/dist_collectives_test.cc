@@ -1,0 +1,156 @@
+// Process groups and C10dCollectives on real Gloo groups (forked ranks on
+// loopback).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "trainer/dist/c10d_collectives.h"
+#include "trainer/dist/process_groups.h"
+#include "trainer/dist/rank_layout.h"
+#include "trainer/dist/testing/fork_ranks.h"
+
+namespace skrull::dist {
+namespace {
+
+std::unique_ptr<ProcessGroups> Connect(int rank, int world, int dp, int cp, int port) {
+  at::set_num_threads(1);
+  auto layout = MakeRankLayout(rank, world, dp, cp);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  RendezvousOptions o;
+  o.master_port = port;
+  o.timeout = std::chrono::seconds(60);
+  auto groups = ProcessGroups::Create(*layout, o);
+  EXPECT_TRUE(groups.ok()) << groups.status();
+  return groups.ok() ? std::move(groups).value() : nullptr;
+}
+
+int Result() { return ::testing::Test::HasFailure() ? 1 : 0; }
+
+TEST(ProcessGroups, Dp2Cp2GroupsHoldTheRightRanks) {
+  Status st = testing::RunForkedRanks(4, [](int rank, int port) {
+    auto g = Connect(rank, 4, 2, 2, port);
+    if (!g) return 1;
+    const int dp_rank = rank / 2, cp_rank = rank % 2;
+    EXPECT_EQ(g->world().size, 4);
+    EXPECT_EQ(g->world().rank, rank);
+    EXPECT_EQ(g->cp().size, 2);
+    EXPECT_EQ(g->cp().rank, cp_rank);
+    EXPECT_EQ(g->cp().name, "cp[dp=" + std::to_string(dp_rank) + "]");
+    EXPECT_EQ(g->dp().size, 2);
+    EXPECT_EQ(g->dp().rank, dp_rank);
+    // Sum of global ranks over each group identifies its members.
+    at::Tensor t = at::full({1}, static_cast<double>(rank), at::kDouble);
+    at::Tensor c = t.clone(), d = t.clone(), w = t.clone();
+    StartAllReduceSum(g->cp(), c).Wait();
+    StartAllReduceSum(g->dp(), d).Wait();
+    StartAllReduceSum(g->world(), w).Wait();
+    EXPECT_EQ(c.item<double>(), dp_rank * 2 + dp_rank * 2 + 1);  // {2d, 2d+1}
+    EXPECT_EQ(d.item<double>(), cp_rank + (2 + cp_rank));        // {c, 2+c}
+    EXPECT_EQ(w.item<double>(), 6.0);
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+TEST(ProcessGroups, AllGatherAndReduceScatterMoveRowsByGroupRank) {
+  Status st = testing::RunForkedRanks(3, [](int rank, int port) {
+    auto g = Connect(rank, 3, 1, 3, port);
+    if (!g) return 1;
+    at::Tensor in = at::full({2, 2}, static_cast<float>(rank + 1));
+    at::Tensor out = at::empty({6, 2});
+    StartAllGather(g->cp(), in, out).Wait();
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(out[2 * r][0].item<float>(), r + 1.0f);
+      EXPECT_EQ(out[2 * r + 1][1].item<float>(), r + 1.0f);
+    }
+    // Row block b of rank r holds 10*r + b; block `rank` sums to 0+10+20+3*rank.
+    at::Tensor rs_in = at::empty({3, 4});
+    for (int b = 0; b < 3; ++b) rs_in[b].fill_(10.0f * rank + b);
+    at::Tensor rs_out = at::empty({1, 4});
+    StartReduceScatterSum(g->cp(), rs_in, rs_out).Wait();
+    EXPECT_EQ(rs_out[0][3].item<float>(), 30.0f + 3.0f * rank);
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+TEST(ProcessGroups, RendezvousTimeoutNamesTheAddress) {
+  Status st = testing::RunForkedRanks(1, [](int, int port) {
+    auto layout = MakeRankLayout(1, 2, 2, 1);  // rank 1 of 2; nobody serves the store
+    RendezvousOptions o;
+    o.master_port = port;
+    o.timeout = std::chrono::seconds(1);
+    auto groups = ProcessGroups::Create(*layout, o);
+    EXPECT_FALSE(groups.ok());
+    EXPECT_EQ(groups.status().code(), StatusCode::kUnavailable);
+    EXPECT_NE(groups.status().message().find("rendezvous at 127.0.0.1:" + std::to_string(port)),
+              std::string::npos)
+        << groups.status();
+    EXPECT_NE(groups.status().message().find("rank 1 (dp 1, cp 0) of 2"), std::string::npos)
+        << groups.status();
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+TEST(C10dCollectives, SumsGradientsInBucketsAndScalars) {
+  Status st = testing::RunForkedRanks(3, [](int rank, int port) {
+    auto g = Connect(rank, 3, 3, 1, port);
+    if (!g) return 1;
+    C10dCollectivesOptions o;
+    o.bucket_bytes = 64;  // forces several buckets, one tensor alone and in place
+    C10dCollectives coll(&g->world(), o);
+    EXPECT_EQ(coll.rank(), rank);
+    EXPECT_EQ(coll.world_size(), 3);
+    const float r = static_cast<float>(rank);
+    std::vector<at::Tensor> grads = {
+        at::full({3}, r),                                       // 12 bytes
+        at::full({2, 2}, 2 * r),                                // 16 bytes
+        at::arange(40, at::kFloat) * (r + 1),                   // 160 bytes: alone, in place
+        at::full({4, 2}, r).t(),                                // non-contiguous
+        at::full({2}, static_cast<double>(rank), at::kDouble),  // another dtype
+    };
+    at::Tensor big = grads[2];
+    EXPECT_TRUE(coll.AllReduceSum(grads).ok());
+    EXPECT_TRUE(at::allclose(grads[0], at::full({3}, 3.0f)));
+    EXPECT_TRUE(at::allclose(grads[1], at::full({2, 2}, 6.0f)));
+    EXPECT_TRUE(at::allclose(grads[2], at::arange(40, at::kFloat) * 6));
+    EXPECT_TRUE(grads[2].is_same(big));
+    EXPECT_TRUE(at::allclose(grads[3], at::full({2, 4}, 3.0f)));
+    EXPECT_TRUE(at::allclose(grads[4], at::full({2}, 3.0, at::kDouble)));
+    std::vector<double> scalars = {static_cast<double>(rank), 1.5};
+    EXPECT_TRUE(coll.AllReduceSum(&scalars).ok());
+    EXPECT_EQ(scalars, (std::vector<double>{3.0, 4.5}));
+    EXPECT_TRUE(coll.Barrier().ok());
+    DpCommStats s = coll.TakeStats();
+    EXPECT_EQ(s.gradient_allreduces, 1);
+    EXPECT_EQ(s.buckets, static_cast<int64_t>(PlanBuckets(grads, 64).size()));
+    EXPECT_EQ(s.scalar_allreduces, 1);
+    EXPECT_GE(s.wait_seconds, 0.0);
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+TEST(C10dCollectives, APeerThatDiedIsAnErrorNamingTheOperation) {
+  Status st = testing::RunForkedRanks(2, [](int rank, int port) {
+    auto g = Connect(rank, 2, 2, 1, port);
+    if (!g) return 1;
+    if (rank == 1) _exit(0);  // leaves without a word
+    C10dCollectives coll(&g->world());
+    std::vector<at::Tensor> grads = {at::ones({1000})};
+    Status s = coll.AllReduceSum(grads);
+    EXPECT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+    EXPECT_NE(s.message().find("c10d allreduce failed on world rank 0/2"), std::string::npos) << s;
+    EXPECT_NE(s.message().find("4000 bytes"), std::string::npos) << s;
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+}  // namespace
+}  // namespace skrull::dist

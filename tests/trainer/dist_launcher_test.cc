@@ -1,0 +1,343 @@
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/file_util.h"
+#include "trainer/dist/env.h"
+#include "trainer/dist/launcher.h"
+#include "trainer/dist/process_spawner.h"
+
+namespace skrull::dist {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string MakeTempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "skrull_launcher_XXXXXX").string();
+  char* dir = mkdtemp(tmpl.data());
+  EXPECT_NE(dir, nullptr);
+  return tmpl;
+}
+
+LaunchOptions FakeOptions(int procs) {
+  LaunchOptions o;
+  o.worker_argv = {"skrull-trainer", "--job", "job.yaml"};
+  o.job_name = "t";
+  o.job_file = "job.yaml";
+  o.procs_per_node = procs;
+  o.echo_output = false;
+  o.kill_grace = milliseconds(200);
+  return o;
+}
+
+FakeProcessSpawner::Script ExitsAfter(int ms, int code) {
+  FakeProcessSpawner::Script s;
+  s.exits_after = milliseconds(ms);
+  s.exit_code = code;
+  return s;
+}
+
+TEST(Launcher, StartsEveryRankWithItsEnvironment) {
+  FakeProcessSpawner spawner({}, ExitsAfter(5, 0));
+  LaunchOptions o = FakeOptions(3);
+  o.nnodes = 2;
+  o.node_rank = 1;
+  o.master_addr = "10.0.0.1";
+  o.master_port = 1234;
+  auto r = RunNode(o, &spawner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok);
+  EXPECT_EQ(r->ExitCode(), 0);
+  ASSERT_EQ(spawner.requests().size(), 3u);
+  for (int local = 0; local < 3; ++local) {
+    const auto& env = spawner.requests()[local].env;
+    EXPECT_EQ(env.at(env::kRank), std::to_string(3 + local));
+    EXPECT_EQ(env.at(env::kLocalRank), std::to_string(local));
+    EXPECT_EQ(env.at(env::kWorldSize), "6");
+    EXPECT_EQ(env.at(env::kLocalWorldSize), "3");
+    EXPECT_EQ(env.at(env::kNodeRank), "1");
+    EXPECT_EQ(env.at(env::kNnodes), "2");
+    EXPECT_EQ(env.at(env::kMasterAddr), "10.0.0.1");
+    EXPECT_EQ(env.at(env::kMasterPort), "1234");
+    EXPECT_EQ(env.at(env::kJobFile), "job.yaml");
+    EXPECT_EQ(env.at(env::kRunId), spawner.requests()[0].env.at(env::kRunId));
+    EXPECT_EQ(spawner.requests()[local].argv, o.worker_argv);
+  }
+  EXPECT_TRUE(spawner.signals().empty());
+}
+
+TEST(Launcher, PicksAFreeMasterPortOnOneNode) {
+  FakeProcessSpawner spawner({}, ExitsAfter(1, 0));
+  auto r = RunNode(FakeOptions(2), &spawner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const int port = std::stoi(spawner.requests()[0].env.at(env::kMasterPort));
+  EXPECT_GT(port, 0);
+  EXPECT_EQ(spawner.requests()[1].env.at(env::kMasterPort), std::to_string(port));
+  EXPECT_EQ(spawner.requests()[0].env.at(env::kMasterAddr), "127.0.0.1");
+}
+
+TEST(Launcher, StopsTheOtherRanksWhenOneFails) {
+  FakeProcessSpawner spawner({{1, ExitsAfter(10, 3)}});  // the others run until signalled
+  auto r = RunNode(FakeOptions(3), &spawner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->ok);
+  ASSERT_TRUE(r->failure.has_value());
+  EXPECT_EQ(r->failure->rank, 1);
+  EXPECT_EQ(r->failure->exit.exit_code, 3);
+  EXPECT_EQ(r->ExitCode(), 3);
+  EXPECT_EQ(spawner.signals(), (std::vector<std::pair<int, int>>{{0, SIGTERM}, {2, SIGTERM}}));
+  EXPECT_TRUE(r->ranks[0].stopped_by_launcher);
+  EXPECT_FALSE(r->ranks[1].stopped_by_launcher);
+  EXPECT_NE(r->Describe().find("rank 1 (local rank 1"), std::string::npos) << r->Describe();
+  EXPECT_NE(r->Describe().find("exit code 3"), std::string::npos);
+}
+
+TEST(Launcher, KillsARankThatIgnoresSigtermAfterTheGrace) {
+  FakeProcessSpawner::Script stubborn;
+  stubborn.dies_on = {SIGKILL};
+  FakeProcessSpawner spawner({{0, ExitsAfter(5, 1)}, {1, stubborn}});
+  LaunchOptions o = FakeOptions(2);
+  o.kill_grace = milliseconds(100);
+  auto r = RunNode(o, &spawner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(spawner.signals(), (std::vector<std::pair<int, int>>{{1, SIGTERM}, {1, SIGKILL}}));
+  EXPECT_GE(r->teardown_seconds, 0.1);
+  EXPECT_LT(r->teardown_seconds, 2.0);
+  EXPECT_EQ(r->ranks[1].exit.signal, SIGKILL);
+}
+
+TEST(Launcher, ForwardsAnInterruptToEveryRank) {
+  FakeProcessSpawner spawner;
+  std::atomic<int> interrupt{0};
+  std::thread t([&] {
+    std::this_thread::sleep_for(milliseconds(30));
+    interrupt.store(SIGINT);
+  });
+  auto r = RunNode(FakeOptions(2), &spawner, &interrupt);
+  t.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->ok);
+  EXPECT_FALSE(r->failure.has_value());
+  EXPECT_EQ(r->interrupted_by_signal, SIGINT);
+  EXPECT_EQ(r->ExitCode(), 128 + SIGINT);
+  EXPECT_EQ(spawner.signals(), (std::vector<std::pair<int, int>>{{0, SIGINT}, {1, SIGINT}}));
+}
+
+TEST(RankEnv, AbsentRankMeansLauncher) {
+  auto r = ParseRankEnv({{"PATH", "/bin"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->has_value());
+}
+
+TEST(RankEnv, ParsesEveryVariable) {
+  auto r = ParseRankEnv({{env::kRank, "3"},
+                         {env::kWorldSize, "4"},
+                         {env::kLocalRank, "1"},
+                         {env::kLocalWorldSize, "2"},
+                         {env::kNodeRank, "1"},
+                         {env::kNnodes, "2"},
+                         {env::kMasterAddr, "host0"},
+                         {env::kMasterPort, "29500"},
+                         {env::kJobFile, "/j.yaml"},
+                         {env::kRendezvousTimeoutSeconds, "7"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->has_value());
+  const RankEnv& e = **r;
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.node_rank, 1);
+  EXPECT_EQ(e.nnodes, 2);
+  EXPECT_EQ(e.master_addr, "host0");
+  EXPECT_EQ(e.master_port, 29500);
+  EXPECT_EQ(e.job_file, "/j.yaml");
+  EXPECT_EQ(e.rendezvous_timeout_seconds, 7);
+}
+
+TEST(RankEnv, ReportsEveryBadVariableByName) {
+  auto r = ParseRankEnv({{env::kRank, "x"}, {env::kWorldSize, "0"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("SKRULL_RANK: must be an integer >= 0 (got 'x')"),
+            std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("SKRULL_WORLD_SIZE: must be an integer >= 1 (got '0')"),
+            std::string::npos);
+}
+
+TEST(RankEnv, RankMustBeBelowWorldSize) {
+  auto r = ParseRankEnv({{env::kRank, "2"}, {env::kWorldSize, "2"}, {env::kMasterPort, "1"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("SKRULL_RANK: must be < SKRULL_WORLD_SIZE (2), got 2"),
+            std::string::npos)
+      << r.status();
+}
+
+TEST(NodeFlags, AreTakenOutOfTheArguments) {
+  std::vector<std::string> args = {"--job",    "j.yaml",     "--nnodes", "2", "--node-rank=1",
+                                   "--master", "host0:1234", "--steps",  "3"};
+  auto f = ExtractNodeFlags(&args);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(args, (std::vector<std::string>{"--job", "j.yaml", "--steps", "3"}));
+  EXPECT_EQ(f->nnodes, 2);
+  EXPECT_EQ(f->node_rank, 1);
+  EXPECT_EQ(f->master_addr, "host0");
+  EXPECT_EQ(f->master_port, 1234);
+}
+
+TEST(NodeFlags, RejectsAMissingValue) {
+  std::vector<std::string> args = {"--nnodes"};
+  auto f = ExtractNodeFlags(&args);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().message(), "--nnodes: missing value");
+}
+
+TEST(LaunchOptionsForJob, MultiNodeNeedsAMaster) {
+  api::JobSpec job;
+  job.name = "j";
+  job.parallelism.nodes = 2;
+  job.parallelism.procs_per_node = 2;
+  NodeFlags flags;
+  flags.node_rank = 1;
+  auto o = LaunchOptionsForJob(job, "j.yaml", flags, {}, "/bin/trainer", {"--job", "j.yaml"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--master HOST[:PORT] is required"), std::string::npos);
+  flags.master_addr = "host0";
+  o = LaunchOptionsForJob(job, "j.yaml", flags, {}, "/bin/trainer", {"--job", "j.yaml"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->master_port, 29500);
+  EXPECT_EQ(o->node_rank, 1);
+  EXPECT_EQ(o->output_dir, "runs/j");
+  EXPECT_EQ(o->worker_argv, (std::vector<std::string>{"/bin/trainer", "--job", "j.yaml"}));
+}
+
+TEST(LaunchOptionsForJob, NodeRankFromTheEnvironment) {
+  api::JobSpec job;
+  job.parallelism.nodes = 2;
+  auto o = LaunchOptionsForJob(
+      job, "j.yaml", {}, {{env::kNodeRank, "1"}, {env::kMasterAddr, "m"}, {env::kMasterPort, "99"}},
+      "/bin/trainer", {});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->node_rank, 1);
+  EXPECT_EQ(o->master_addr, "m");
+  EXPECT_EQ(o->master_port, 99);
+}
+
+// --- Real processes: /bin/sh scripts stand in for the trainer. -------------
+
+LaunchOptions ShellOptions(const std::string& dir, int procs, const std::string& script) {
+  LaunchOptions o;
+  o.worker_argv = {"/bin/sh", "-c", script};
+  o.base_env = {{"PATH", "/usr/bin:/bin"}};
+  o.job_name = "sh";
+  o.output_dir = dir;
+  o.procs_per_node = procs;
+  o.echo_output = false;
+  o.kill_grace = milliseconds(2000);
+  return o;
+}
+
+TEST(LauncherProcesses, AggregatesTheRankSummaries) {
+  const std::string dir = MakeTempDir();
+  const std::string script =
+      "d=$SKRULL_OUTPUT_DIR/ranks/rank-$SKRULL_RANK; mkdir -p $d; "
+      "echo \"hello from $SKRULL_RANK of $SKRULL_WORLD_SIZE\"; "
+      "echo \"{\\\"steps\\\": 2, \\\"timing\\\": {\\\"loss\\\": $SKRULL_RANK}}\" > $d/summary.json";
+  PosixProcessSpawner spawner;
+  auto r = RunNode(ShellOptions(dir, 3, script), &spawner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok) << r->Describe();
+  EXPECT_EQ(TailOfFile(RankLogPath(dir, 2), 5), "hello from 2 of 3\n");
+  auto text = ReadFileToString(dir + "/summary.json");
+  ASSERT_TRUE(text.ok());
+  auto j = nlohmann::json::parse(*text);
+  EXPECT_TRUE(j["ok"].get<bool>());
+  EXPECT_EQ(j["world_size"], 3);
+  ASSERT_EQ(j["ranks"].size(), 3u);
+  EXPECT_EQ(j["ranks"][1]["summary"]["timing"]["loss"], 1);
+  EXPECT_DOUBLE_EQ(j["aggregate"]["timing.loss"]["mean"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["aggregate"]["timing.loss"]["max"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["aggregate"]["steps"]["sum"].get<double>(), 6.0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LauncherProcesses, OneFailureStopsTheRestQuicklyAndShowsItsLog) {
+  const std::string dir = MakeTempDir();
+  const std::string script =
+      "if [ \"$SKRULL_RANK\" = 1 ]; then echo 'loading'; echo 'boom: out of cheese' >&2; "
+      "sleep 0.2; exit 7; fi; exec sleep 60";
+  PosixProcessSpawner spawner;
+  auto r = RunNode(ShellOptions(dir, 3, script), &spawner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->ok);
+  ASSERT_TRUE(r->failure.has_value());
+  EXPECT_EQ(r->failure->rank, 1);
+  EXPECT_EQ(r->failure->exit.exit_code, 7);
+  EXPECT_EQ(r->ExitCode(), 7);
+  EXPECT_LT(r->teardown_seconds, 1.5);  // SIGTERM ends `sleep` at once
+  EXPECT_LT(r->wall_seconds, 10.0);
+  EXPECT_EQ(r->ranks[0].exit.signal, SIGTERM);
+  EXPECT_EQ(r->ranks[2].exit.signal, SIGTERM);
+  EXPECT_NE(r->failure_log_tail.find("boom: out of cheese"), std::string::npos);
+  EXPECT_NE(r->Describe().find("boom: out of cheese"), std::string::npos);
+  auto j = nlohmann::json::parse(*ReadFileToString(dir + "/summary.json"));
+  EXPECT_FALSE(j["ok"].get<bool>());
+  EXPECT_EQ(j["failure"]["rank"], 1);
+  EXPECT_EQ(j["failure"]["exit_code"], 7);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LauncherProcesses, ASignalToTheLauncherReachesEveryRank) {
+  const std::string dir = MakeTempDir();
+  // Each rank records the signal it got, then exits 0: a clean shutdown.
+  const std::string script =
+      "trap 'echo TERM > $SKRULL_OUTPUT_DIR/got-$SKRULL_RANK; exit 0' TERM; "
+      "touch $SKRULL_OUTPUT_DIR/ready-$SKRULL_RANK; while true; do sleep 0.05; done";
+  const std::atomic<int>* interrupt = InstallForwardingSignalHandlers();
+  std::thread killer([&] {
+    for (int i = 0; i < 400; ++i) {
+      if (std::filesystem::exists(dir + "/ready-0") && std::filesystem::exists(dir + "/ready-1")) {
+        break;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    kill(getpid(), SIGTERM);  // the real handler stores it; RunNode forwards it
+  });
+  PosixProcessSpawner spawner;
+  auto r = RunNode(ShellOptions(dir, 2, script), &spawner, interrupt);
+  killer.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->interrupted_by_signal, SIGTERM);
+  EXPECT_EQ(r->ExitCode(), 128 + SIGTERM);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/got-0"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/got-1"));
+  EXPECT_EQ(r->ranks[0].exit.exit_code, 0);
+  signal(SIGTERM, SIG_DFL);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LauncherProcesses, AMissingProgramIsAFailedRank) {
+  const std::string dir = MakeTempDir();
+  LaunchOptions o = ShellOptions(dir, 1, "");
+  o.worker_argv = {dir + "/no-such-trainer"};
+  PosixProcessSpawner spawner;
+  auto r = RunNode(o, &spawner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->failure.has_value());
+  EXPECT_EQ(r->failure->exit.exit_code, 127);
+  EXPECT_NE(r->failure_log_tail.find("cannot exec"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace skrull::dist

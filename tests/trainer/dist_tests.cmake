@@ -1,0 +1,49 @@
+# Tests of trainer/dist (owned by the dist area). Multi-process tests fork
+# ranks on loopback with Gloo and carry the label `integration` (or `slow`).
+skrull_test(dist_launcher_test
+  SOURCES dist_launcher_test.cc
+  DEPS skrull_dist_launcher
+  LABELS unit)
+
+skrull_test(dist_span_attention_test
+  SOURCES dist_span_attention_test.cc
+  DEPS skrull_dist
+  LABELS unit)
+
+skrull_test(dist_cp_attention_test
+  SOURCES dist_cp_attention_test.cc
+  DEPS skrull_dist skrull_dist_testing
+  LABELS integration
+  TIMEOUT 300)
+
+skrull_test(dist_groups_unit_test
+  SOURCES dist_groups_unit_test.cc
+  DEPS skrull_dist
+  LABELS unit)
+
+skrull_test(dist_collectives_test
+  SOURCES dist_collectives_test.cc
+  DEPS skrull_dist skrull_dist_testing
+  LABELS integration
+  TIMEOUT 300)
+
+skrull_test(dist_runtime_guard_test
+  SOURCES dist_runtime_guard_test.cc
+  DEPS skrull_dist
+  LABELS unit)
+
+# The issue's equivalence test: skrull / cp-all / sorted on DP x CP layouts
+# against one process (10 short training runs in forked processes).
+skrull_test(dist_equivalence_test
+  SOURCES dist_equivalence_test.cc
+  DEPS skrull_dist skrull_dist_testing skrull_safetensors skrull_api
+  LABELS slow
+  TIMEOUT 600)
+
+# `skrull-trainer --job` / `--profile` end to end (the test binary doubles as
+# the trainer).
+skrull_test(dist_trainer_main_test
+  SOURCES dist_trainer_main_test.cc
+  DEPS skrull_dist skrull_scheduler
+  LABELS integration
+  TIMEOUT 300)

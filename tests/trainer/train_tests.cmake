@@ -1,0 +1,23 @@
+# Tests of trainer/train (included from tests/trainer/CMakeLists.txt).
+# Torch-free units first; the model-backed ones use a 2-layer tiny config and
+# run in seconds on CPU.
+skrull_test(train_micro_batch_builder_test
+  SOURCES train_micro_batch_builder_test.cc
+  DEPS skrull_train)
+skrull_test(train_unit_test
+  SOURCES train_lr_schedule_test.cc train_checkpoint_dir_test.cc train_summary_test.cc
+  DEPS skrull_train)
+skrull_test(train_step_test
+  SOURCES train_step_test.cc train_optimizer_test.cc
+  DEPS skrull_train)
+skrull_test(train_trainer_test
+  SOURCES train_trainer_test.cc
+  DEPS skrull_train
+  TIMEOUT 600)
+skrull_test(train_cli_test
+  SOURCES train_cli_test.cc
+  DEPS skrull_train
+  LABELS integration
+  TIMEOUT 600)
+# The CLI test runs the binary.
+add_dependencies(train_cli_test skrull-trainer)

@@ -1,0 +1,353 @@
+// bench_trainer_policies: trains the same bimodal long-context job under
+// several scheduler policies (default skrull, cp-all, balanced-cp) with the
+// same processes layout (default DP=1 x CP=2: two processes), one after the
+// other in one run, and prints per policy the mean iteration time (after
+// warm-up steps), tokens/s, where the time went (CP exchange wait, DP
+// all-reduce wait, attention) and the ratio against the first baseline.
+//
+// Correctness: every policy must produce the same per-step losses (fp32
+// relative difference < 1e-4): the plans differ, the math must not. A
+// mismatch is reported and the exit code is 1.
+//
+//   bench_trainer_policies [--steps 6] [--warmup 2] [--dp 1] [--cp 2]
+//     [--policies skrull,cp-all,balanced-cp] [--samples 64] [--batch 16]
+//     [--short 32:256] [--long 1536:3072] [--long-fraction 0.4]
+//     [--bucket 2048] [--hidden 64] [--layers 2] [--heads 4] [--kv-heads 2]
+//     [--threads 1] [--repeats 2] [--json FILE] [--keep DIR]
+//
+// Policies run interleaved (A B C A B C ...) and each policy's best round is
+// reported, so load from other processes on the machine biases no policy.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/job_spec.h"
+#include "common/file_util.h"
+#include "trainer/dist/distributed_trainer.h"
+#include "trainer/dist/launcher.h"
+#include "trainer/dist/testing/fork_ranks.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace skrull;
+
+struct Flags {
+  int steps = 6;
+  int warmup = 2;
+  int dp = 1;
+  int cp = 2;
+  std::vector<std::string> policies = {"skrull", "cp-all", "balanced-cp"};
+  int samples = 64;
+  int batch = 16;  // sequences per DP rank per step
+  int short_min = 32, short_max = 256;
+  int long_min = 1536, long_max = 3072;
+  double long_fraction = 0.4;
+  int64_t bucket = 2048;
+  int hidden = 64;
+  int layers = 2;
+  int heads = 4;
+  int kv_heads = 2;
+  int threads = 1;  // intra-op threads per rank
+  int repeats = 2;  // rounds over all policies (interleaved); the fastest round counts
+  std::string json_path;
+  std::string keep;
+};
+
+bool ParseRange(const std::string& v, int* lo, int* hi) {
+  auto colon = v.find(':');
+  if (colon == std::string::npos) return false;
+  *lo = std::atoi(v.substr(0, colon).c_str());
+  *hi = std::atoi(v.substr(colon + 1).c_str());
+  return *lo > 0 && *hi >= *lo;
+}
+
+int Usage(const std::string& msg) {
+  std::cerr << "bench_trainer_policies: " << msg
+            << "\nflags: --steps --warmup --dp --cp --policies a,b --samples --batch --short A:B "
+               "--long A:B --long-fraction F --bucket --hidden --layers --heads --kv-heads "
+               "--threads --repeats --json FILE --keep DIR\n";
+  return 2;
+}
+
+std::string ConfigJson(const Flags& f) {
+  std::ostringstream c;
+  c << R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": )"
+    << f.hidden << R"(, "intermediate_size": )" << 2 * f.hidden << R"(, "num_hidden_layers": )"
+    << f.layers << R"(, "num_attention_heads": )" << f.heads << R"(, "num_key_value_heads": )"
+    << f.kv_heads
+    << R"(, "vocab_size": 256, "max_position_embeddings": 65536, "rope_theta": 10000.0,
+      "rms_norm_eps": 1e-6, "tie_word_embeddings": false, "torch_dtype": "float32"})";
+  return c.str();
+}
+
+std::string DataJsonl(const Flags& f) {
+  std::mt19937 rng(5);
+  std::ostringstream out;
+  for (int i = 0; i < f.samples; ++i) {
+    const bool is_long = std::bernoulli_distribution(f.long_fraction)(rng);
+    const int len = is_long ? std::uniform_int_distribution<int>(f.long_min, f.long_max)(rng)
+                            : std::uniform_int_distribution<int>(f.short_min, f.short_max)(rng);
+    const int start = std::uniform_int_distribution<int>(0, 250)(rng);
+    out << "{\"input_ids\": [";
+    for (int p = 0; p < len; ++p) out << (p ? "," : "") << (start + p * (1 + i % 5)) % 251;
+    out << "]}\n";
+  }
+  return out.str();
+}
+
+std::string JobYaml(const Flags& f, const fs::path& root, const std::string& policy,
+                    const std::string& run) {
+  std::ostringstream y;
+  y << "apiVersion: skrull.io/v1alpha1\nkind: SkrullJob\nmetadata:\n  name: bench-" << policy
+    << "\nspec:\n  model:\n    config: " << (root / "config.json").string() << "\n    seed: 1\n"
+    << "  data:\n    path: " << (root / "data.jsonl").string() << "\n"
+    << "  parallelism:\n    nodes: 1\n    procsPerNode: " << f.dp * f.cp
+    << "\n    dataParallel: " << f.dp << "\n    contextParallel: " << f.cp << "\n"
+    << "  scheduler:\n    policy: " << policy << "\n    bucketSize: " << f.bucket
+    << "\n    batchSize: " << f.batch << "\n    seed: 2\n"
+    << "  training:\n    steps: " << f.steps << "\n    learningRate: 0.001\n"
+    << "    outputDir: " << (root / run / "out").string() << "\n    checkpointEvery: 0\n"
+    << "  resources:\n    gpusPerProc: 0\n  metrics:\n    port: 0\n";
+  return y.str();
+}
+
+struct PolicyResult {
+  std::string policy;
+  bool ok = false;
+  std::vector<double> losses;
+  std::vector<double> step_seconds;
+  double mean_step_seconds = 0;  // after warm-up
+  double tokens_per_step = 0;    // global batch tokens
+  double tokens_per_second = 0;
+  double cp_wait_seconds_per_step = 0;  // rank 0
+  double dp_wait_seconds_per_step = 0;
+  double local_attention_per_step = 0;
+  double dist_attention_per_step = 0;
+  int64_t padding_tokens = 0;
+  int64_t rollbacks = 0;
+};
+
+PolicyResult RunPolicy(const Flags& f, const fs::path& root, const std::string& policy, int round) {
+  PolicyResult r;
+  r.policy = policy;
+  const std::string run = policy + "-" + std::to_string(round);
+  fs::create_directories(root / run);
+  const std::string job_file = (root / run / "job.yaml").string();
+  std::ofstream(job_file) << JobYaml(f, root, policy, run);
+  const int world = f.dp * f.cp;
+  Status st = dist::testing::RunForkedRanks(
+      world,
+      [&](int rank, int port) {
+        setenv("OMP_NUM_THREADS", std::to_string(f.threads).c_str(), 1);
+        auto job = api::LoadJobSpecFile(job_file);
+        if (!job.ok()) {
+          std::cerr << job.status() << "\n";
+          return 2;
+        }
+        std::ostringstream quiet;
+        dist::RankEnv env;
+        env.rank = rank;
+        env.world_size = world;
+        env.local_rank = rank;
+        env.local_world_size = world;
+        env.master_port = port;
+        dist::DistributedRunOptions o;
+        o.trainer.device = "cpu";
+        o.trainer.serve_metrics = false;
+        o.trainer.log = &quiet;
+        auto s = dist::RunDistributedTrainer(*job, env, o);
+        if (!s.ok()) std::cerr << policy << " rank " << rank << ": " << s.status() << "\n";
+        return s.ok() ? 0 : 1;
+      },
+      std::chrono::seconds(1800));
+  if (!st.ok()) {
+    std::cerr << policy << ": " << st << "\n";
+    return r;
+  }
+  const std::string out = (root / run / "out").string();
+  auto summary = ReadFileToString(dist::RankSummaryPath(out, 0));
+  auto comm = ReadFileToString(dist::RankCommPath(out, 0));
+  auto metrics = ReadFileToString(out + "/metrics.jsonl");
+  if (!summary.ok() || !comm.ok() || !metrics.ok()) {
+    std::cerr << policy << ": missing outputs in " << out << "\n";
+    return r;
+  }
+  json s = json::parse(*summary), c = json::parse(*comm);
+  for (const auto& l : s["losses"]) r.losses.push_back(l.get<double>());
+  std::istringstream lines(*metrics);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    r.step_seconds.push_back(json::parse(line)["step_seconds"].get<double>());
+  }
+  const int steps = static_cast<int>(r.step_seconds.size());
+  const int measured = steps - f.warmup;
+  if (measured <= 0) return r;
+  for (int i = f.warmup; i < steps; ++i) r.mean_step_seconds += r.step_seconds[i] / measured;
+  r.tokens_per_step = s["tokens"].get<double>() / std::max(1, s["steps"].get<int>());
+  r.tokens_per_second = r.tokens_per_step / r.mean_step_seconds;
+  r.cp_wait_seconds_per_step = c["cp"]["comm_wait_seconds"].get<double>() / steps;
+  r.dp_wait_seconds_per_step = c["dp"]["wait_seconds"].get<double>() / steps;
+  r.local_attention_per_step = c["cp"]["local_attention_seconds"].get<double>() / steps;
+  r.dist_attention_per_step = c["cp"]["distributed_attention_seconds"].get<double>() / steps;
+  r.padding_tokens = c["cp"]["padding_tokens"].get<int64_t>();
+  r.rollbacks = s["rollbacks"]["dacp"].get<int64_t>() + s["rollbacks"]["gds"].get<int64_t>();
+  r.ok = true;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string { return i + 1 < args.size() ? args[++i] : ""; };
+    if (a == "--steps")
+      f.steps = std::atoi(value().c_str());
+    else if (a == "--warmup")
+      f.warmup = std::atoi(value().c_str());
+    else if (a == "--dp")
+      f.dp = std::atoi(value().c_str());
+    else if (a == "--cp")
+      f.cp = std::atoi(value().c_str());
+    else if (a == "--samples")
+      f.samples = std::atoi(value().c_str());
+    else if (a == "--batch")
+      f.batch = std::atoi(value().c_str());
+    else if (a == "--bucket")
+      f.bucket = std::atoll(value().c_str());
+    else if (a == "--hidden")
+      f.hidden = std::atoi(value().c_str());
+    else if (a == "--layers")
+      f.layers = std::atoi(value().c_str());
+    else if (a == "--heads")
+      f.heads = std::atoi(value().c_str());
+    else if (a == "--kv-heads")
+      f.kv_heads = std::atoi(value().c_str());
+    else if (a == "--threads")
+      f.threads = std::atoi(value().c_str());
+    else if (a == "--repeats")
+      f.repeats = std::atoi(value().c_str());
+    else if (a == "--long-fraction")
+      f.long_fraction = std::atof(value().c_str());
+    else if (a == "--json")
+      f.json_path = value();
+    else if (a == "--keep")
+      f.keep = value();
+    else if (a == "--short") {
+      if (!ParseRange(value(), &f.short_min, &f.short_max)) return Usage("--short wants MIN:MAX");
+    } else if (a == "--long") {
+      if (!ParseRange(value(), &f.long_min, &f.long_max)) return Usage("--long wants MIN:MAX");
+    } else if (a == "--policies") {
+      f.policies.clear();
+      std::stringstream ss(value());
+      for (std::string p; std::getline(ss, p, ',');) f.policies.push_back(p);
+    } else {
+      return Usage("unknown flag " + a);
+    }
+  }
+  if (f.steps <= f.warmup || f.policies.empty() || f.dp < 1 || f.cp < 1) {
+    return Usage("need --steps > --warmup, at least one policy, dp and cp >= 1");
+  }
+  const fs::path root = f.keep.empty() ? fs::temp_directory_path() /
+                                             ("skrull_bench_trainer_" + std::to_string(getpid()))
+                                       : fs::path(f.keep);
+  fs::create_directories(root);
+  std::ofstream(root / "config.json") << ConfigJson(f);
+  std::ofstream(root / "data.jsonl") << DataJsonl(f);
+  std::cout << "bench_trainer_policies: DP=" << f.dp << " x CP=" << f.cp << " (" << f.dp * f.cp
+            << " processes, Gloo on loopback), " << f.steps << " steps (" << f.warmup
+            << " warm-up), batch " << f.batch << "/DP rank, bucketSize " << f.bucket
+            << "; data: " << f.samples << " samples, " << 100 * (1 - f.long_fraction) << "% short "
+            << f.short_min << ".." << f.short_max << ", " << 100 * f.long_fraction << "% long "
+            << f.long_min << ".." << f.long_max << "; model: hidden " << f.hidden << ", "
+            << f.layers << " layers, " << f.heads << "/" << f.kv_heads << " heads; " << f.threads
+            << " thread(s) per rank\n";
+
+  std::vector<PolicyResult> results(f.policies.size());
+  std::vector<std::vector<double>> rounds(f.policies.size());
+  for (int round = 0; round < std::max(1, f.repeats); ++round) {
+    for (size_t i = 0; i < f.policies.size(); ++i) {
+      PolicyResult r = RunPolicy(f, root, f.policies[i], round);
+      std::cout << "  round " << round << " " << f.policies[i] << ": "
+                << (r.ok ? std::to_string(r.mean_step_seconds) + " s/step" : "FAILED") << std::endl;
+      if (r.ok) rounds[i].push_back(r.mean_step_seconds);
+      if (round == 0 ||
+          (r.ok && (!results[i].ok || r.mean_step_seconds < results[i].mean_step_seconds))) {
+        results[i] = r;
+      }
+    }
+  }
+  bool correct = true;
+  const PolicyResult& first = results[0];
+  std::cout << "\n"
+            << std::left << std::setw(13) << "policy" << std::right << std::setw(11) << "s/step"
+            << std::setw(11) << "tokens/s" << std::setw(10) << "cp_wait" << std::setw(10)
+            << "dp_wait" << std::setw(10) << "attn_loc" << std::setw(10) << "attn_dst"
+            << std::setw(10) << "padding" << std::setw(13) << "vs skrull"
+            << "\n";
+  for (const PolicyResult& r : results) {
+    if (!r.ok) {
+      std::cout << std::left << std::setw(13) << r.policy << " FAILED\n";
+      correct = false;
+      continue;
+    }
+    std::cout << std::left << std::setw(13) << r.policy << std::right << std::fixed
+              << std::setprecision(3) << std::setw(11) << r.mean_step_seconds << std::setw(11)
+              << std::setprecision(0) << r.tokens_per_second << std::setprecision(3)
+              << std::setw(10) << r.cp_wait_seconds_per_step << std::setw(10)
+              << r.dp_wait_seconds_per_step << std::setw(10) << r.local_attention_per_step
+              << std::setw(10) << r.dist_attention_per_step << std::setw(10) << r.padding_tokens
+              << std::setw(12) << std::setprecision(2)
+              << (first.ok ? r.mean_step_seconds / first.mean_step_seconds : 0) << "x\n";
+    if (first.ok && r.losses.size() == first.losses.size()) {
+      for (size_t i = 0; i < r.losses.size(); ++i) {
+        if (std::abs(r.losses[i] - first.losses[i]) > 1e-4 * std::abs(first.losses[i])) {
+          std::cout << "  MISMATCH: " << r.policy << " step " << i << " loss " << r.losses[i]
+                    << " vs " << first.policy << " " << first.losses[i] << "\n";
+          correct = false;
+        }
+      }
+    } else {
+      correct = false;
+    }
+  }
+  std::cout << "(seconds per step after warm-up on rank 0; cp_wait/dp_wait/attn_*: seconds per "
+               "step including warm-up, rank 0; padding: all-gather padding rows, rank 0, whole "
+               "run; last column: time relative to "
+            << first.policy << ", > 1 is slower)\n";
+  std::cout << "correctness (same losses for every policy): " << (correct ? "OK" : "FAILED")
+            << "\n";
+  if (!f.json_path.empty()) {
+    json j = json::array();
+    for (const PolicyResult& r : results) {
+      j.push_back({{"policy", r.policy},
+                   {"ok", r.ok},
+                   {"mean_step_seconds", r.mean_step_seconds},
+                   {"tokens_per_second", r.tokens_per_second},
+                   {"cp_wait_seconds_per_step", r.cp_wait_seconds_per_step},
+                   {"dp_wait_seconds_per_step", r.dp_wait_seconds_per_step},
+                   {"step_seconds", r.step_seconds},
+                   {"round_mean_step_seconds", rounds[&r - results.data()]},
+                   {"losses", r.losses}});
+    }
+    std::ofstream(f.json_path) << j.dump(2) << "\n";
+  }
+  if (f.keep.empty()) fs::remove_all(root);
+  return correct ? 0 : 1;
+}

@@ -1,0 +1,341 @@
+#include "trainer/dist/cp_attention.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "common/status.h"
+#include "trainer/dist/span_attention.h"
+
+namespace skrull::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// State shared by the forward pass and the backward node of one call.
+struct Exchange {
+  CpExchangePlan plan_copy;
+  Group* group = nullptr;
+  CpAttentionOptions options;
+  std::shared_ptr<CpAttentionStats> stats;
+  at::Tensor gather_index;  // plan.gather_rows on the tensors' device
+  double scale = 1.0;
+  int64_t hkv = 0;
+  int64_t head_dim = 0;
+
+  const CpExchangePlan& p() const { return plan_copy; }
+};
+
+// An all-gather of this rank's shard K/V in flight.
+struct KvGather {
+  at::Tensor send;  // [max, 2, Hkv, D]
+  at::Tensor recv;  // [cp * max, 2, Hkv, D]
+  PendingCollective pending;
+};
+
+KvGather StartKvGather(const at::Tensor& k, const at::Tensor& v, Exchange& ex) {
+  const CpExchangePlan& p = ex.p();
+  KvGather g;
+  g.send = at::zeros({p.max_shard_tokens, 2, ex.hkv, ex.head_dim}, k.options());
+  if (p.shard_tokens > 0) {
+    g.send.narrow(0, 0, p.shard_tokens)
+        .select(1, 0)
+        .copy_(k.narrow(0, p.local_tokens, p.shard_tokens));
+    g.send.narrow(0, 0, p.shard_tokens)
+        .select(1, 1)
+        .copy_(v.narrow(0, p.local_tokens, p.shard_tokens));
+  }
+  g.recv = at::empty({p.cp * p.max_shard_tokens, 2, ex.hkv, ex.head_dim}, k.options());
+  g.pending = StartAllGather(*ex.group, g.send, g.recv);
+  ex.stats->allgathers += 1;
+  ex.stats->bytes_allgathered += TensorBytes(g.recv);
+  ex.stats->padding_tokens += p.max_shard_tokens - p.shard_tokens;
+  return g;
+}
+
+// Gathered rows -> the distributed sequences' K and V in position order,
+// [gathered_tokens, Hkv, D] each (views of one buffer).
+std::pair<at::Tensor, at::Tensor> AssembleKv(const KvGather& g, const Exchange& ex) {
+  const CpExchangePlan& p = ex.p();
+  at::Tensor flat = g.recv.view({p.cp * p.max_shard_tokens, 2 * ex.hkv * ex.head_dim});
+  at::Tensor kv =
+      flat.index_select(0, ex.gather_index).view({p.gathered_tokens, 2, ex.hkv, ex.head_dim});
+  return {kv.select(1, 0), kv.select(1, 1)};
+}
+
+class CpAttentionBackward : public torch::autograd::Node {
+ public:
+  std::string name() const override { return "CpAttentionBackward"; }
+
+  void release_variables() override {
+    q_.reset();
+    k_.reset();
+    v_.reset();
+    out_.reset();
+    lse_.reset();
+    k_all_.reset();
+    v_all_.reset();
+  }
+
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    SKRULL_CHECK(q_.defined())
+        << "CpAttentionBackward called twice (retain_graph is not supported)";
+    c10::NoGradGuard no_grad;
+    Exchange& ex = *ex_;
+    const CpExchangePlan& p = ex.p();
+    at::Tensor dout = grads[0];
+    if (!dout.defined()) dout = at::zeros_like(out_);
+    auto f32 = q_.options().dtype(at::kFloat);
+    at::Tensor dq = at::zeros(q_.sizes(), f32);
+    at::Tensor dk = at::zeros(k_.sizes(), f32);
+    at::Tensor dv = at::zeros(v_.sizes(), f32);
+
+    auto local_backward = [&] {
+      const auto t = Clock::now();
+      SpanAttentionBackward(q_, k_, v_, out_, lse_, dout, p.local_spans, ex.scale,
+                            ex.options.block_rows, dq, dk, dv);
+      ex.stats->local_attention_seconds += Since(t);
+    };
+
+    at::Tensor k_all = k_all_, v_all = v_all_;
+    if (!ex.options.save_gathered_kv) {
+      KvGather g = StartKvGather(k_, v_, ex);
+      local_backward();  // overlaps the re-gather
+      ex.stats->comm_wait_seconds += g.pending.Wait();
+      std::tie(k_all, v_all) = AssembleKv(g, ex);
+    }
+    const auto t = Clock::now();
+    at::Tensor dk_all = at::zeros({p.gathered_tokens, ex.hkv, ex.head_dim}, f32);
+    at::Tensor dv_all = at::zeros({p.gathered_tokens, ex.hkv, ex.head_dim}, f32);
+    SpanAttentionBackward(q_, k_all, v_all, out_, lse_, dout, p.dist_spans, ex.scale,
+                          ex.options.block_rows, dq, dk_all, dv_all);
+    // Scatter the sequences' dK/dV back to the all-gather layout; padding rows stay 0.
+    const int64_t width = 2 * ex.hkv * ex.head_dim;
+    at::Tensor grad_send = at::zeros({p.cp * p.max_shard_tokens, 2, ex.hkv, ex.head_dim}, f32);
+    grad_send.view({p.cp * p.max_shard_tokens, width})
+        .index_copy_(0, ex.gather_index,
+                     at::stack({dk_all, dv_all}, 1).view({p.gathered_tokens, width}));
+    at::Tensor mine = at::empty({p.max_shard_tokens, 2, ex.hkv, ex.head_dim}, f32);
+    ex.stats->distributed_attention_seconds += Since(t);
+    PendingCollective rs = StartReduceScatterSum(*ex.group, grad_send, mine);
+    ex.stats->reduce_scatters += 1;
+    ex.stats->bytes_reduce_scattered += TensorBytes(grad_send);
+    if (ex.options.save_gathered_kv) local_backward();  // overlaps the reduce-scatter
+    ex.stats->comm_wait_seconds += rs.Wait();
+    if (p.shard_tokens > 0) {
+      dk.narrow(0, p.local_tokens, p.shard_tokens)
+          .add_(mine.narrow(0, 0, p.shard_tokens).select(1, 0));
+      dv.narrow(0, p.local_tokens, p.shard_tokens)
+          .add_(mine.narrow(0, 0, p.shard_tokens).select(1, 1));
+    }
+    torch::autograd::variable_list result = {dq.to(q_.scalar_type()), dk.to(k_.scalar_type()),
+                                             dv.to(v_.scalar_type())};
+    release_variables();
+    return result;
+  }
+
+  std::shared_ptr<Exchange> ex_;
+  at::Tensor q_, k_, v_;      // detached inputs
+  at::Tensor out_, lse_;      // float32
+  at::Tensor k_all_, v_all_;  // gathered K/V when save_gathered_kv
+};
+
+void CheckInputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                 const CpExchangePlan& plan) {
+  SKRULL_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3)
+      << "q/k/v must be [T, H, D], got " << q.sizes() << " " << k.sizes() << " " << v.sizes();
+  SKRULL_CHECK(k.sizes() == v.sizes()) << k.sizes() << " vs " << v.sizes();
+  SKRULL_CHECK(q.size(0) == plan.tokens && k.size(0) == plan.tokens)
+      << "CP attention: q/k have " << q.size(0) << "/" << k.size(0) << " rows, the plan "
+      << plan.tokens;
+  SKRULL_CHECK(q.size(2) == k.size(2) && k.size(1) > 0 && q.size(1) % k.size(1) == 0)
+      << "head shapes q " << q.sizes() << " k " << k.sizes();
+}
+
+}  // namespace
+
+CpExchangePlan MakeCpExchangePlan(const train::RankStream& stream, int cp) {
+  SKRULL_CHECK(cp >= 1 && stream.cp_rank >= 0 && stream.cp_rank < cp)
+      << "cp " << cp << " cp_rank " << stream.cp_rank;
+  CpExchangePlan p;
+  p.cp = cp;
+  p.cp_rank = stream.cp_rank;
+  p.tokens = stream.tokens;
+  p.local_tokens = stream.local_tokens;
+  p.shard_tokens = stream.tokens - stream.local_tokens;
+  for (size_t i = 1; i < stream.local_cu_seqlens.size(); ++i) {
+    const int64_t b = stream.local_cu_seqlens[i - 1];
+    const int64_t len = stream.local_cu_seqlens[i] - b;
+    if (len > 0) p.local_spans.push_back(model::AttentionSpan{b, len, b, len, 0});
+  }
+  if (stream.distributed.empty()) return p;
+  SKRULL_CHECK(static_cast<int>(stream.rank_local_tokens.size()) == cp &&
+               static_cast<int>(stream.rank_distributed_tokens.size()) == cp)
+      << "stream describes " << stream.rank_local_tokens.size() << " CP ranks, group has " << cp;
+  SKRULL_CHECK(stream.rank_distributed_tokens[p.cp_rank] == p.shard_tokens)
+      << "stream shard tokens " << p.shard_tokens << " vs its own table "
+      << stream.rank_distributed_tokens[p.cp_rank];
+  for (int64_t n : stream.rank_distributed_tokens)
+    p.max_shard_tokens = std::max(p.max_shard_tokens, n);
+  int64_t base = 0;
+  for (const train::DistributedSegment& seg : stream.distributed) {
+    SKRULL_CHECK(static_cast<int>(seg.rank_chunks.size()) == cp) << "segment " << seg.seq_id;
+    for (int c = 0; c < 2 * cp; ++c) {
+      const int owner = c < cp ? c : 2 * cp - 1 - c;
+      const train::ShardChunk& ch = seg.rank_chunks[owner][c < cp ? 0 : 1];
+      SKRULL_CHECK(ch.positions == train::ZigZagChunk(seg.length, cp, c))
+          << "segment " << seg.seq_id << " chunk " << c << " is not zig-zag";
+      const int64_t row0 =
+          owner * p.max_shard_tokens + (ch.stream_offset - stream.rank_local_tokens[owner]);
+      for (int64_t i = 0; i < ch.positions.size(); ++i) p.gather_rows.push_back(row0 + i);
+    }
+    for (const train::ShardChunk& ch : seg.rank_chunks[p.cp_rank]) {
+      if (ch.positions.size() == 0) continue;
+      p.dist_spans.push_back(model::AttentionSpan{ch.stream_offset, ch.positions.size(), base,
+                                                  ch.positions.end, ch.positions.begin});
+    }
+    base += seg.length;
+  }
+  p.gathered_tokens = base;
+  SKRULL_CHECK(static_cast<int64_t>(p.gather_rows.size()) == base);
+  return p;
+}
+
+at::Tensor CpAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                       const CpExchangePlan& plan, Group& cp_group,
+                       const CpAttentionOptions& options, std::shared_ptr<CpAttentionStats> stats) {
+  CheckInputs(q, k, v, plan);
+  if (!stats) stats = std::make_shared<CpAttentionStats>();
+  stats->attend_calls += 1;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
+  if (!plan.has_distributed()) {
+    const auto t = Clock::now();
+    at::Tensor out = model::CausalAttention(q, k, v, plan.local_spans, scale, options.block_rows);
+    stats->local_attention_seconds += Since(t);
+    return out;
+  }
+  SKRULL_CHECK(cp_group.size == plan.cp && cp_group.rank == plan.cp_rank)
+      << "plan for cp rank " << plan.cp_rank << "/" << plan.cp << " on " << cp_group.Describe();
+  stats->distributed_calls += 1;
+
+  auto ex = std::make_shared<Exchange>();
+  ex->plan_copy = plan;
+  ex->group = &cp_group;
+  ex->options = options;
+  ex->stats = stats;
+  ex->scale = scale;
+  ex->hkv = k.size(1);
+  ex->head_dim = k.size(2);
+  ex->gather_index =
+      at::tensor(plan.gather_rows, at::TensorOptions().dtype(at::kLong)).to(q.device());
+
+  at::Tensor qd = q.detach(), kd = k.detach(), vd = v.detach();
+  at::Tensor out, lse, k_all, v_all;
+  {
+    c10::NoGradGuard no_grad;
+    KvGather g = StartKvGather(kd, vd, *ex);
+    auto f32 = q.options().dtype(at::kFloat);
+    out = at::zeros(q.sizes(), f32);
+    lse = at::zeros({q.size(0), q.size(1)}, f32);
+    auto t = Clock::now();
+    SpanAttentionForward(qd, kd, vd, plan.local_spans, scale, options.block_rows, out, lse);
+    stats->local_attention_seconds += Since(t);
+    stats->comm_wait_seconds += g.pending.Wait();
+    t = Clock::now();
+    std::tie(k_all, v_all) = AssembleKv(g, *ex);
+    SpanAttentionForward(qd, k_all, v_all, plan.dist_spans, scale, options.block_rows, out, lse);
+    stats->distributed_attention_seconds += Since(t);
+  }
+  // For float32 q, `result` is `out` itself; the node keeps a detached alias
+  // (no reference cycle through the output's grad_fn).
+  at::Tensor result = out.to(q.scalar_type());
+  const bool needs_grad =
+      c10::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+  if (needs_grad) {
+    auto node = std::shared_ptr<CpAttentionBackward>(new CpAttentionBackward(),
+                                                     torch::autograd::deleteNode);
+    node->ex_ = ex;
+    node->q_ = qd;
+    node->k_ = kd;
+    node->v_ = vd;
+    node->out_ = out.detach();
+    node->lse_ = lse;
+    if (options.save_gathered_kv) {
+      node->k_all_ = k_all;
+      node->v_all_ = v_all;
+    }
+    node->set_next_edges(torch::autograd::collect_next_edges(q, k, v));
+    torch::autograd::set_history(result, node);
+  }
+  return result;
+}
+
+CpAttentionBackend::CpAttentionBackend(Group* cp_group,
+                                       std::unique_ptr<model::AttentionBackend> local,
+                                       CpAttentionOptions options)
+    : cp_group_(cp_group),
+      local_(std::move(local)),
+      options_(options),
+      stats_(std::make_shared<CpAttentionStats>()) {
+  SKRULL_CHECK(cp_group_ != nullptr && local_ != nullptr);
+}
+
+Status CpAttentionBackend::BeginMicroBatch(const train::RankStream& stream) {
+  if (stream.cp_rank != cp_group_->rank ||
+      (!stream.distributed.empty() &&
+       static_cast<int>(stream.rank_local_tokens.size()) != cp_group_->size)) {
+    return FailedPreconditionError("context-parallel attention on " + cp_group_->Describe() +
+                                   " got a micro-batch built for cp rank " +
+                                   std::to_string(stream.cp_rank) + " of " +
+                                   std::to_string(stream.rank_local_tokens.size()) +
+                                   "; spec.parallelism.contextParallel and the launch disagree");
+  }
+  plan_ = MakeCpExchangePlan(stream, cp_group_->size);
+  has_plan_ = true;
+  return OkStatus();
+}
+
+void CpAttentionBackend::ClearMicroBatch() {
+  plan_ = CpExchangePlan();
+  has_plan_ = false;
+}
+
+at::Tensor CpAttentionBackend::Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const model::AttentionLayout& layout, int layer) {
+  if (has_plan_) {
+    SKRULL_CHECK(layout.num_tokens == plan_.tokens && layout.NumLocalTokens() == plan_.local_tokens)
+        << "layer " << layer << ": attention layout (" << layout.num_tokens << " tokens, "
+        << layout.NumLocalTokens() << " local) differs from the micro-batch given to "
+        << "BeginMicroBatch (" << plan_.tokens << " tokens, " << plan_.local_tokens << " local)";
+  }
+  if (!has_plan_ || !plan_.has_distributed()) {
+    SKRULL_CHECK(layout.NumLocalTokens() == layout.num_tokens)
+        << "layer " << layer << ": " << layout.num_tokens - layout.NumLocalTokens()
+        << " distributed tokens but no micro-batch was given to "
+           "CpAttentionBackend::BeginMicroBatch";
+    stats_->attend_calls += 1;
+    const auto t = Clock::now();
+    at::Tensor out = local_->Attend(q, k, v, layout, layer);
+    stats_->local_attention_seconds += Since(t);
+    return out;
+  }
+  return CpAttention(q, k, v, plan_, *cp_group_, options_, stats_);
+}
+
+std::string CpAttentionBackend::Name() const { return "cp-allgather+" + local_->Name(); }
+
+CpAttentionStats CpAttentionBackend::TakeStats() {
+  CpAttentionStats s = *stats_;
+  *stats_ = CpAttentionStats();
+  return s;
+}
+
+}  // namespace skrull::dist

@@ -1,0 +1,131 @@
+// Context-parallel attention for DACP micro-batches (paper §5).
+//
+// A rank's stream is [local sequences | zig-zag shards of distributed
+// sequences] (train/micro_batch_builder.h). Per layer, forward:
+//   1. launch an all-gather of the shards' K/V over the CP group (each rank's
+//      contribution padded to the group's largest shard: Gloo needs equal
+//      sizes; the padding is counted);
+//   2. meanwhile attend the local sequences (no communication at all);
+//   3. wait, reassemble every distributed sequence's K/V in position order,
+//      attend this rank's query chunks to it with a causal mask by GLOBAL
+//      position.
+// Backward mirrors it: the distributed part's backward first, then its dK/dV
+// reduce-scatter (Gloo: all-to-all + local sum) is launched and overlapped
+// with the local sequences' backward. A micro-batch without distributed
+// sequences is delegated to the wrapped local backend and communicates nothing.
+//
+// The autograd node is hand-written (a torch::autograd::Node) so the exchange
+// state of the micro-batch can live in C++ members; it saves q, k, v, the
+// float32 output and log-sum-exp, and (by default) the gathered K/V.
+//
+// Thread safety: one training thread per backend; the CP group's collectives
+// must be issued in the same order on every CP rank (they are: every rank
+// runs the same layers on the same plan).
+#ifndef SKRULL_TRAINER_DIST_CP_ATTENTION_H_
+#define SKRULL_TRAINER_DIST_CP_ATTENTION_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainer/dist/process_groups.h"
+#include "trainer/model/attention.h"
+#include "trainer/train/context_parallel.h"
+#include "trainer/train/micro_batch_builder.h"
+
+namespace skrull::dist {
+
+struct CpAttentionOptions {
+  int64_t block_rows = 512;  // query rows per score block (see model::CausalAttention)
+  // true: keep the gathered K/V of distributed sequences for backward (one
+  // all-gather per layer). false: gather again in backward (less memory:
+  // only the rank's shards stay alive between forward and backward).
+  bool save_gathered_kv = true;
+};
+
+// Communication and compute accounting, summed since the last TakeStats().
+struct CpAttentionStats {
+  int64_t attend_calls = 0;
+  int64_t distributed_calls = 0;  // calls that exchanged K/V
+  int64_t allgathers = 0;
+  int64_t reduce_scatters = 0;
+  int64_t bytes_allgathered = 0;  // output bytes of the all-gathers on this rank
+  int64_t bytes_reduce_scattered = 0;
+  int64_t padding_tokens = 0;          // rows this rank sent as padding, over all all-gathers
+  double comm_wait_seconds = 0;        // blocked in wait() on the CP group (forward + backward)
+  double local_attention_seconds = 0;  // forward + backward of local sequences
+  double distributed_attention_seconds = 0;  // forward + backward of the shards
+};
+
+// Everything one CP rank needs to exchange and attend the distributed part of
+// a micro-batch; the same for every layer.
+struct CpExchangePlan {
+  int cp = 1;
+  int cp_rank = 0;
+  int64_t tokens = 0;            // rows of this rank's stream
+  int64_t local_tokens = 0;      // rows [0, local_tokens) are local sequences
+  int64_t shard_tokens = 0;      // rows [local_tokens, tokens): this rank's shards
+  int64_t max_shard_tokens = 0;  // largest shard region in the CP group (all-gather rows)
+  int64_t gathered_tokens = 0;   // sum of the distributed sequences' lengths
+  std::vector<model::AttentionSpan> local_spans;  // keys: this rank's stream
+  std::vector<model::AttentionSpan> dist_spans;   // keys: the reassembled sequences
+  // gather_rows[i]: row of the all-gather output ([cp * max_shard_tokens]) that
+  // holds position i of the concatenated distributed sequences.
+  std::vector<int64_t> gather_rows;
+
+  bool has_distributed() const { return gathered_tokens > 0; }
+};
+
+// REQUIRES: stream built for a CP group of `cp` ranks (sizes match).
+CpExchangePlan MakeCpExchangePlan(const train::RankStream& stream, int cp);
+
+// Causal attention of a DACP stream; see the file comment. q: [T, Hq, D],
+// k, v: [T, Hkv, D]; differentiable w.r.t. q, k, v. Issues collectives on
+// `cp_group` only when plan.has_distributed(). `stats` may be null.
+at::Tensor CpAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                       const CpExchangePlan& plan, Group& cp_group,
+                       const CpAttentionOptions& options, std::shared_ptr<CpAttentionStats> stats);
+
+// The AttentionBackend the decoder sees on a CP rank (the training loop's
+// train::ContextParallelAttention).
+class CpAttentionBackend : public train::ContextParallelAttention {
+ public:
+  // `local` handles micro-batches with no distributed sequence. `cp_group`
+  // must outlive the backend.
+  CpAttentionBackend(Group* cp_group, std::unique_ptr<model::AttentionBackend> local,
+                     CpAttentionOptions options = {});
+
+  // Describes the micro-batch that the following Attend calls (every layer)
+  // belong to. Call before the model's forward of each micro-batch.
+  // FailedPrecondition when the stream was built for another CP size or rank.
+  Status BeginMicroBatch(const train::RankStream& stream) override;
+  // Forgets the micro-batch (the next Attend must then be all-local).
+  void ClearMicroBatch();
+
+  // REQUIRES: layout matches the stream given to BeginMicroBatch (same local
+  // cu_seqlens and token count), or is all-local.
+  at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                    const model::AttentionLayout& layout, int layer) override;
+  std::string Name() const override;
+
+  // Returns the accounting since the last call and resets it.
+  CpAttentionStats TakeStats();
+  // The live accounting, shared: it outlives the backend (the model owns the
+  // backend; a caller reads the totals after the model is gone).
+  std::shared_ptr<CpAttentionStats> SharedStats() const { return stats_; }
+  const CpExchangePlan* plan() const { return has_plan_ ? &plan_ : nullptr; }
+
+ private:
+  Group* cp_group_;
+  std::unique_ptr<model::AttentionBackend> local_;
+  CpAttentionOptions options_;
+  CpExchangePlan plan_;
+  bool has_plan_ = false;
+  std::shared_ptr<CpAttentionStats> stats_;
+};
+
+}  // namespace skrull::dist
+
+#endif  // SKRULL_TRAINER_DIST_CP_ATTENTION_H_

@@ -1,0 +1,98 @@
+#include "trainer/dist/distributed_trainer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/file_util.h"
+#include "trainer/model/attention.h"
+
+namespace skrull::dist {
+
+std::string RankCommPath(const std::string& output_dir, int rank) {
+  return output_dir + "/ranks/rank-" + std::to_string(rank) + "/comm.json";
+}
+
+std::string CommTotalsJson(const CommTotals& t) {
+  nlohmann::json j;
+  j["cp"] = {{"attend_calls", t.cp.attend_calls},
+             {"distributed_calls", t.cp.distributed_calls},
+             {"allgathers", t.cp.allgathers},
+             {"reduce_scatters", t.cp.reduce_scatters},
+             {"bytes_allgathered", t.cp.bytes_allgathered},
+             {"bytes_reduce_scattered", t.cp.bytes_reduce_scattered},
+             {"padding_tokens", t.cp.padding_tokens},
+             {"comm_wait_seconds", t.cp.comm_wait_seconds},
+             {"local_attention_seconds", t.cp.local_attention_seconds},
+             {"distributed_attention_seconds", t.cp.distributed_attention_seconds}};
+  j["dp"] = {{"wait_seconds", t.dp.wait_seconds},
+             {"gradient_allreduces", t.dp.gradient_allreduces},
+             {"buckets", t.dp.buckets},
+             {"bytes", t.dp.bytes},
+             {"scalar_allreduces", t.dp.scalar_allreduces}};
+  return j.dump(2) + "\n";
+}
+
+StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, const RankEnv& env,
+                                                    DistributedRunOptions options,
+                                                    CommTotals* totals) {
+  if (env.world_size != job.parallelism.WorldSize()) {
+    return InvalidArgumentError(
+        "launched with " + std::to_string(env.world_size) +
+        " ranks but spec.parallelism asks for " +
+        "nodes x procsPerNode = " + std::to_string(job.parallelism.WorldSize()));
+  }
+  SKRULL_ASSIGN_OR_RETURN(RankLayout layout,
+                          MakeRankLayout(env.rank, env.world_size, job.parallelism.data_parallel,
+                                         job.parallelism.context_parallel));
+  SKRULL_ASSIGN_OR_RETURN(train::RankContext rank,
+                          train::MakeRankContext(job, env.rank, env.world_size, env.local_rank));
+  SKRULL_CHECK(rank.dp_rank == layout.dp_rank && rank.cp_rank == layout.cp_rank)
+      << "trainer and dist disagree on " << layout.Describe();
+
+  RendezvousOptions ro;
+  ro.master_addr = env.master_addr;
+  ro.master_port = env.master_port;
+  ro.timeout = std::chrono::seconds(env.rendezvous_timeout_seconds);
+  ro.gloo_interface = env.gloo_interface;
+  // NCCL only when this build has it and the job asks for GPUs.
+  ro.backend = NcclAvailable() && job.resources.gpus_per_proc > 0 && options.trainer.device != "cpu"
+                   ? CommBackend::kNccl
+                   : CommBackend::kGloo;
+  SKRULL_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroups> groups, ProcessGroups::Create(layout, ro));
+
+  C10dCollectives collectives(&groups->world(), options.collectives);
+  std::shared_ptr<CpAttentionStats> cp_stats;
+  Group* cp_group = &groups->cp();
+  const CpAttentionOptions cp_options = options.cp_attention;
+  options.trainer.cp_attention =
+      [cp_group, cp_options, &cp_stats](
+          c10::Device device) -> StatusOr<std::unique_ptr<train::ContextParallelAttention>> {
+    auto backend = std::make_unique<CpAttentionBackend>(
+        cp_group, model::MakeDefaultAttention(device), cp_options);
+    cp_stats = backend->SharedStats();
+    return std::unique_ptr<train::ContextParallelAttention>(std::move(backend));
+  };
+  std::string output_dir = env.output_dir.empty() ? job.training.output_dir : env.output_dir;
+  if (output_dir.empty()) output_dir = "runs/" + job.name;
+  if (options.trainer.summary_path.empty()) {
+    options.trainer.summary_path = RankSummaryPath(output_dir, env.rank);
+  }
+  api::JobSpec rank_job = job;
+  rank_job.training.output_dir = output_dir;
+
+  StatusOr<train::TrainSummary> summary =
+      train::RunTrainer(rank_job, rank, &collectives, options.trainer);
+  CommTotals t;
+  if (cp_stats) t.cp = *cp_stats;
+  t.dp = collectives.TakeStats();
+  if (totals != nullptr) *totals = t;
+  if (summary.ok()) {
+    Status s = WriteFileAtomically(RankCommPath(output_dir, env.rank), CommTotalsJson(t));
+    if (!s.ok()) return s;
+    // Leave together: a rank that tears its groups down early can fail a
+    // peer's last collective.
+    SKRULL_RETURN_IF_ERROR(collectives.Barrier());
+  }
+  return summary;
+}
+
+}  // namespace skrull::dist

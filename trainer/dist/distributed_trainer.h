@@ -1,0 +1,50 @@
+// One rank of a multi-process job: rendezvous, process groups,
+// C10dCollectives, context-parallel attention, then the training loop
+// (train::RunTrainer) with them.
+//
+// Besides the trainer's summary (RankSummaryPath), every rank writes
+// <outputDir>/ranks/rank-<r>/comm.json with its communication accounting
+// for the run: CP exchange wait, DP all-reduce wait, bytes and padding.
+#ifndef SKRULL_TRAINER_DIST_DISTRIBUTED_TRAINER_H_
+#define SKRULL_TRAINER_DIST_DISTRIBUTED_TRAINER_H_
+
+#include <chrono>
+#include <string>
+
+#include "api/job_spec.h"
+#include "common/status.h"
+#include "trainer/dist/c10d_collectives.h"
+#include "trainer/dist/cp_attention.h"
+#include "trainer/dist/launcher.h"
+#include "trainer/train/trainer.h"
+
+namespace skrull::dist {
+
+struct DistributedRunOptions {
+  // Passed to RunTrainer; summary_path defaults to RankSummaryPath(outputDir, rank)
+  // and cp_attention is supplied here.
+  train::TrainerOptions trainer;
+  CpAttentionOptions cp_attention;
+  C10dCollectivesOptions collectives;
+};
+
+// Totals of one rank's communication over a run.
+struct CommTotals {
+  CpAttentionStats cp;
+  DpCommStats dp;
+};
+
+std::string CommTotalsJson(const CommTotals& totals);
+std::string RankCommPath(const std::string& output_dir, int rank);
+
+// Trains rank env.rank of `job`. The world size and rank come from `env`;
+// the DP x CP layout from the job. Errors: InvalidArgument when the launch
+// disagrees with spec.parallelism; Unavailable when rendezvous or a
+// collective fails (naming the address or the operation).
+StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, const RankEnv& env,
+                                                    DistributedRunOptions options,
+                                                    CommTotals* totals = nullptr);
+
+}  // namespace skrull::dist
+
+#endif  // SKRULL_TRAINER_DIST_DISTRIBUTED_TRAINER_H_

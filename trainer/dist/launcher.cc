@@ -1,0 +1,477 @@
+#include "trainer/dist/launcher.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "trainer/dist/env.h"
+#include "trainer/dist/run_summary.h"
+
+namespace skrull::dist {
+namespace {
+
+StatusOr<int> ParseIntVar(const EnvMap& env, const char* name, int min_value, int default_value) {
+  auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return default_value;
+  const std::string& text = it->second;
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || v < min_value || v > 1 << 30) {
+    return InvalidArgumentError(std::string(name) + ": must be an integer >= " +
+                                std::to_string(min_value) + " (got '" + text + "')");
+  }
+  return static_cast<int>(v);
+}
+
+std::string GetOr(const EnvMap& env, const char* name, const std::string& fallback) {
+  auto it = env.find(name);
+  return it == env.end() || it->second.empty() ? fallback : it->second;
+}
+
+StatusOr<int> ParseFlagInt(const std::string& flag, const std::string& text, int min_value) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || v < min_value || v > 1 << 30) {
+    return InvalidArgumentError(flag + ": must be an integer >= " + std::to_string(min_value) +
+                                " (got '" + text + "')");
+  }
+  return static_cast<int>(v);
+}
+
+// "host:port" or "host" (port unset). IPv6 literals use "[::1]:port".
+Status ParseMaster(const std::string& text, NodeFlags* flags) {
+  std::string host = text;
+  std::string port;
+  if (!text.empty() && text[0] == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos)
+      return InvalidArgumentError("--master: unclosed '[' in '" + text + "'");
+    host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':')
+        return InvalidArgumentError("--master: expected HOST[:PORT], got '" + text + "'");
+      port = text.substr(close + 2);
+    }
+  } else if (auto colon = text.rfind(':'); colon != std::string::npos) {
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (host.empty())
+    return InvalidArgumentError("--master: empty host in '" + text + "'; use HOST[:PORT]");
+  flags->master_addr = host;
+  if (!port.empty()) {
+    SKRULL_ASSIGN_OR_RETURN(int p, ParseFlagInt("--master port", port, 1));
+    if (p > 65535)
+      return InvalidArgumentError("--master: port must be <= 65535 (got " + port + ")");
+    flags->master_port = p;
+  }
+  return OkStatus();
+}
+
+std::string DefaultRunId() {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now).count()) + "-" +
+         std::to_string(getpid());
+}
+
+std::atomic<int> g_interrupt_signal{0};
+
+extern "C" void SkrullLauncherSignalHandler(int sig) { g_interrupt_signal.store(sig); }
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+EnvMap EnvironmentToMap(char** environ_ptr) {
+  EnvMap env;
+  for (char** p = environ_ptr; p != nullptr && *p != nullptr; ++p) {
+    std::string kv(*p);
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+StatusOr<std::optional<RankEnv>> ParseRankEnv(const EnvMap& env) {
+  if (env.find(env::kRank) == env.end()) return std::optional<RankEnv>();
+  RankEnv r;
+  std::vector<std::string> errors;
+  auto take = [&](const char* name, int min_value, int def, int* out) {
+    auto v = ParseIntVar(env, name, min_value, def);
+    if (!v.ok()) {
+      errors.push_back(v.status().message());
+    } else {
+      *out = *v;
+    }
+  };
+  take(env::kRank, 0, 0, &r.rank);
+  take(env::kWorldSize, 1, 1, &r.world_size);
+  take(env::kLocalRank, 0, r.rank, &r.local_rank);
+  take(env::kLocalWorldSize, 1, r.world_size, &r.local_world_size);
+  take(env::kNodeRank, 0, 0, &r.node_rank);
+  take(env::kNnodes, 1, 1, &r.nnodes);
+  take(env::kMasterPort, 1, 0, &r.master_port);
+  take(env::kRendezvousTimeoutSeconds, 1, 300, &r.rendezvous_timeout_seconds);
+  r.master_addr = GetOr(env, env::kMasterAddr, "127.0.0.1");
+  r.job_file = GetOr(env, env::kJobFile, "");
+  r.output_dir = GetOr(env, env::kOutputDir, "");
+  r.gloo_interface = GetOr(env, env::kGlooInterface, "");
+  r.run_id = GetOr(env, env::kRunId, "");
+  if (errors.empty()) {
+    if (r.rank >= r.world_size) {
+      errors.push_back(std::string(env::kRank) + ": must be < " + env::kWorldSize + " (" +
+                       std::to_string(r.world_size) + "), got " + std::to_string(r.rank));
+    }
+    if (r.local_rank >= r.local_world_size) {
+      errors.push_back(std::string(env::kLocalRank) + ": must be < " + env::kLocalWorldSize + " (" +
+                       std::to_string(r.local_world_size) + "), got " +
+                       std::to_string(r.local_rank));
+    }
+    if (r.world_size > 1 && r.master_port == 0) {
+      errors.push_back(std::string(env::kMasterPort) + ": required when " + env::kWorldSize +
+                       " > 1");
+    }
+  }
+  if (!errors.empty()) {
+    std::string msg = "trainer rank environment: ";
+    for (size_t i = 0; i < errors.size(); ++i) msg += (i ? "; " : "") + errors[i];
+    return InvalidArgumentError(msg);
+  }
+  return std::optional<RankEnv>(r);
+}
+
+std::string RankSummaryPath(const std::string& output_dir, int rank) {
+  return output_dir + "/ranks/rank-" + std::to_string(rank) + "/summary.json";
+}
+
+std::string RankLogPath(const std::string& output_dir, int rank) {
+  return output_dir + "/logs/rank-" + std::to_string(rank) + ".log";
+}
+
+StatusOr<NodeFlags> ExtractNodeFlags(std::vector<std::string>* args) {
+  NodeFlags flags;
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    std::string name = a;
+    std::optional<std::string> value;
+    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+    }
+    if (name != "--nnodes" && name != "--node-rank" && name != "--master") {
+      rest.push_back(a);
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= args->size()) return InvalidArgumentError(name + ": missing value");
+      value = (*args)[++i];
+    }
+    if (name == "--nnodes") {
+      SKRULL_ASSIGN_OR_RETURN(flags.nnodes, ParseFlagInt(name, *value, 1));
+    } else if (name == "--node-rank") {
+      SKRULL_ASSIGN_OR_RETURN(flags.node_rank, ParseFlagInt(name, *value, 0));
+    } else {
+      SKRULL_RETURN_IF_ERROR(ParseMaster(*value, &flags));
+    }
+  }
+  *args = std::move(rest);
+  return flags;
+}
+
+StatusOr<LaunchOptions> LaunchOptionsForJob(const api::JobSpec& job, const std::string& job_file,
+                                            const NodeFlags& flags, const EnvMap& env,
+                                            const std::string& program,
+                                            std::vector<std::string> worker_args) {
+  LaunchOptions o;
+  o.job_name = job.name;
+  o.job_file = job_file;
+  o.base_env = env;
+  o.procs_per_node = job.parallelism.procs_per_node;
+  o.output_dir = GetOr(env, env::kOutputDir, job.training.output_dir);
+  if (o.output_dir.empty()) o.output_dir = "runs/" + (job.name.empty() ? "job" : job.name);
+  SKRULL_ASSIGN_OR_RETURN(int env_nnodes, ParseIntVar(env, env::kNnodes, 1, job.parallelism.nodes));
+  SKRULL_ASSIGN_OR_RETURN(int env_node_rank, ParseIntVar(env, env::kNodeRank, 0, 0));
+  SKRULL_ASSIGN_OR_RETURN(int env_port, ParseIntVar(env, env::kMasterPort, 1, 0));
+  o.nnodes = flags.nnodes.value_or(env_nnodes);
+  o.node_rank = flags.node_rank.value_or(env_node_rank);
+  o.master_addr = flags.master_addr.value_or(GetOr(env, env::kMasterAddr, ""));
+  o.master_port = flags.master_port.value_or(env_port);
+  if (o.nnodes != job.parallelism.nodes) {
+    return InvalidArgumentError(
+        "--nnodes " + std::to_string(o.nnodes) + " disagrees with " + job_file +
+        ": spec.parallelism.nodes = " + std::to_string(job.parallelism.nodes));
+  }
+  if (o.node_rank >= o.nnodes) {
+    return InvalidArgumentError("--node-rank must be < --nnodes (" + std::to_string(o.nnodes) +
+                                "), got " + std::to_string(o.node_rank));
+  }
+  if (o.nnodes > 1) {
+    if (o.master_addr.empty()) {
+      return InvalidArgumentError(
+          "--master HOST[:PORT] is required when the job has more than one node (or set " +
+          std::string(env::kMasterAddr) + " and " + env::kMasterPort + ")");
+    }
+    if (o.master_port == 0) o.master_port = 29500;
+  } else if (o.master_addr.empty()) {
+    o.master_addr = "127.0.0.1";
+  }
+  o.worker_argv.push_back(program);
+  for (auto& a : worker_args) o.worker_argv.push_back(std::move(a));
+  return o;
+}
+
+int LaunchResult::ExitCode() const {
+  if (ok) return 0;
+  if (interrupted_by_signal != 0) return 128 + interrupted_by_signal;
+  if (failure) return failure->exit.ShellCode() != 0 ? failure->exit.ShellCode() : 1;
+  return 1;
+}
+
+std::string LaunchResult::Describe() const {
+  std::ostringstream os;
+  if (ok) {
+    os << "all " << ranks.size() << " rank(s) finished in " << wall_seconds << " s";
+    if (!summary_path.empty()) os << "; summary: " << summary_path;
+    return os.str();
+  }
+  if (interrupted_by_signal != 0) {
+    os << "interrupted by signal " << interrupted_by_signal << " ("
+       << strsignal(interrupted_by_signal) << "); forwarded to " << ranks.size()
+       << " rank(s), all gone after " << teardown_seconds << " s";
+    return os.str();
+  }
+  if (failure) {
+    const int others = static_cast<int>(ranks.size()) - 1;
+    os << "rank " << failure->rank << " (local rank " << failure->local_rank << ", pid "
+       << failure->pid << ") failed with " << failure->exit.Describe() << "; stopped the other "
+       << others << " rank(s) in " << teardown_seconds << " s";
+    if (!failure->log_path.empty()) {
+      os << "\n--- last lines of " << failure->log_path << " ---\n" << failure_log_tail;
+      if (!failure_log_tail.empty() && failure_log_tail.back() != '\n') os << "\n";
+      os << "---";
+    }
+  }
+  return os.str();
+}
+
+std::string TailOfFile(const std::string& path, int lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff window = std::min<std::streamoff>(size, 64 * 1024);
+  in.seekg(size - window);
+  std::string text(static_cast<size_t>(window), '\0');
+  in.read(text.data(), window);
+  size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  int seen = 0;
+  while (pos > 0) {
+    if (text[pos - 1] == '\n' && ++seen == lines) break;
+    --pos;
+  }
+  return text.substr(pos);
+}
+
+StatusOr<int> PickFreePort(const std::string& host) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return UnavailableError(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    close(fd);
+    return InvalidArgumentError("PickFreePort: '" + host + "' is not an IPv4 address");
+  }
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int err = errno;
+    close(fd);
+    return UnavailableError("cannot bind a port on " + host + ": " + std::strerror(err));
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+const std::atomic<int>* InstallForwardingSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = SkrullLauncherSignalHandler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return &g_interrupt_signal;
+}
+
+StatusOr<LaunchResult> RunNode(const LaunchOptions& options, ProcessSpawner* spawner,
+                               const std::atomic<int>* interrupt_signal) {
+  SKRULL_CHECK(spawner != nullptr);
+  if (options.procs_per_node < 1) {
+    return InvalidArgumentError("spec.parallelism.procsPerNode: must be >= 1 (got " +
+                                std::to_string(options.procs_per_node) + ")");
+  }
+  if (options.worker_argv.empty()) return InvalidArgumentError("launcher: no worker program");
+  const auto start = std::chrono::steady_clock::now();
+  int master_port = options.master_port;
+  if (master_port == 0) {
+    if (options.nnodes > 1) {
+      return InvalidArgumentError("launcher: a multi-node job needs an explicit master port");
+    }
+    SKRULL_ASSIGN_OR_RETURN(master_port, PickFreePort("127.0.0.1"));
+  }
+  const int world = options.nnodes * options.procs_per_node;
+  const std::string run_id = GetOr(options.base_env, env::kRunId, DefaultRunId());
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const int omp_threads = std::max(1, static_cast<int>(hw) / options.procs_per_node);
+
+  LaunchResult result;
+  for (int local = 0; local < options.procs_per_node; ++local) {
+    const int rank = options.node_rank * options.procs_per_node + local;
+    SpawnRequest req;
+    req.argv = options.worker_argv;
+    req.env = options.base_env;
+    req.env[env::kRank] = std::to_string(rank);
+    req.env[env::kWorldSize] = std::to_string(world);
+    req.env[env::kLocalRank] = std::to_string(local);
+    req.env[env::kLocalWorldSize] = std::to_string(options.procs_per_node);
+    req.env[env::kNodeRank] = std::to_string(options.node_rank);
+    req.env[env::kNnodes] = std::to_string(options.nnodes);
+    req.env[env::kMasterAddr] = options.master_addr;
+    req.env[env::kMasterPort] = std::to_string(master_port);
+    req.env[env::kRunId] = run_id;
+    if (!options.job_file.empty()) req.env[env::kJobFile] = options.job_file;
+    if (!options.output_dir.empty()) req.env[env::kOutputDir] = options.output_dir;
+    if (req.env.find(env::kOmpNumThreads) == req.env.end()) {
+      req.env[env::kOmpNumThreads] = std::to_string(omp_threads);
+    }
+    req.log_path = options.output_dir.empty() ? "" : RankLogPath(options.output_dir, rank);
+    if (options.echo_output) req.echo_prefix = "[rank " + std::to_string(rank) + "] ";
+    auto pid = spawner->Spawn(req);
+    if (!pid.ok()) {
+      for (auto& r : result.ranks) spawner->Signal(r.pid, SIGKILL);
+      while (spawner->WaitAny(std::chrono::milliseconds(2000))) {
+      }
+      return pid.status().WithContext("launching rank " + std::to_string(rank));
+    }
+    RankOutcome o;
+    o.rank = rank;
+    o.local_rank = local;
+    o.pid = *pid;
+    o.log_path = req.log_path;
+    result.ranks.push_back(o);
+  }
+
+  std::vector<bool> done(result.ranks.size(), false);
+  size_t remaining = result.ranks.size();
+  std::optional<std::chrono::steady_clock::time_point> teardown_start;
+  std::optional<std::chrono::steady_clock::time_point> kill_deadline;
+  bool killed = false;
+  auto signal_running = [&](int sig) {
+    for (size_t i = 0; i < result.ranks.size(); ++i) {
+      if (done[i]) continue;
+      result.ranks[i].stopped_by_launcher = true;
+      spawner->Signal(result.ranks[i].pid, sig);
+    }
+  };
+
+  while (remaining > 0) {
+    const int pending = interrupt_signal ? interrupt_signal->load() : 0;
+    if (pending != 0 && result.interrupted_by_signal == 0) {
+      result.interrupted_by_signal = pending;
+      if (!teardown_start) teardown_start = std::chrono::steady_clock::now();
+      kill_deadline = std::chrono::steady_clock::now() + options.kill_grace;
+      signal_running(pending);
+    }
+    auto exit = spawner->WaitAny(std::chrono::milliseconds(20));
+    if (exit) {
+      for (size_t i = 0; i < result.ranks.size(); ++i) {
+        if (done[i] || result.ranks[i].pid != exit->pid) continue;
+        done[i] = true;
+        --remaining;
+        result.ranks[i].exit = *exit;
+        if (!exit->success() && !result.failure && !result.ranks[i].stopped_by_launcher &&
+            result.interrupted_by_signal == 0) {
+          result.failure = result.ranks[i];
+          teardown_start = std::chrono::steady_clock::now();
+          kill_deadline = *teardown_start + options.kill_grace;
+          signal_running(SIGTERM);
+        }
+      }
+    }
+    if (kill_deadline && !killed && std::chrono::steady_clock::now() >= *kill_deadline) {
+      killed = true;
+      signal_running(SIGKILL);
+    }
+  }
+  if (teardown_start) result.teardown_seconds = SecondsSince(*teardown_start);
+  result.wall_seconds = SecondsSince(start);
+  result.ok = !result.failure && result.interrupted_by_signal == 0;
+  for (const auto& r : result.ranks) result.ok = result.ok && r.exit.success();
+  if (!result.ok && !result.failure && result.interrupted_by_signal == 0) {
+    for (const auto& r : result.ranks) {
+      if (!r.exit.success()) {
+        result.failure = r;
+        break;
+      }
+    }
+  }
+  if (result.failure) {
+    result.failure_log_tail = TailOfFile(result.failure->log_path, options.log_tail_lines);
+  }
+  if (!options.output_dir.empty()) {
+    const std::string path =
+        options.output_dir + (options.node_rank == 0
+                                  ? "/summary.json"
+                                  : "/summary.node" + std::to_string(options.node_rank) + ".json");
+    Status s = WriteRunSummary(path, options, result, world);
+    if (s.ok()) {
+      result.summary_path = path;
+    } else {
+      std::cerr << "skrull launcher: cannot write " << path << ": " << s << "\n";
+    }
+  }
+  return result;
+}
+
+int RunLauncherMain(const api::JobSpec& job, const std::string& job_file, const NodeFlags& flags,
+                    std::vector<std::string> worker_args, const EnvMap& env,
+                    const std::string& program) {
+  auto options = LaunchOptionsForJob(job, job_file, flags, env, program, std::move(worker_args));
+  if (!options.ok()) {
+    std::cerr << "skrull-trainer: " << options.status() << "\n";
+    return 2;
+  }
+  const std::atomic<int>* interrupt = InstallForwardingSignalHandlers();
+  std::cerr << "skrull launcher: job " << job.name << ", node " << options->node_rank << "/"
+            << options->nnodes << ", starting " << options->procs_per_node << " rank(s); logs in "
+            << options->output_dir << "/logs\n";
+  PosixProcessSpawner spawner;
+  auto result = RunNode(*options, &spawner, interrupt);
+  if (!result.ok()) {
+    std::cerr << "skrull-trainer: " << result.status() << "\n";
+    return 1;
+  }
+  std::cerr << "skrull launcher: " << result->Describe() << "\n";
+  return result->ExitCode();
+}
+
+}  // namespace skrull::dist

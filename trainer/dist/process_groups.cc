@@ -1,0 +1,234 @@
+#include "trainer/dist/process_groups.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef SKRULL_WITH_CUDA
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <chrono>
+#include <sstream>
+
+namespace skrull::dist {
+
+const char* CommBackendName(CommBackend backend) {
+  return backend == CommBackend::kNccl ? "nccl" : "gloo";
+}
+
+bool NcclAvailable() {
+#ifdef SKRULL_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string Group::Describe() const {
+  return name + " rank " + std::to_string(rank) + "/" + std::to_string(size) + " (global rank " +
+         std::to_string(global_rank) + ", " + CommBackendName(backend) + ")";
+}
+
+namespace internal {
+
+void ThrowCollectiveError(const char* op, const Group& group, int64_t bytes, const char* file,
+                          int line, const char* what) {
+  std::string base = file;
+  if (auto slash = base.rfind('/'); slash != std::string::npos) base = base.substr(slash + 1);
+  std::ostringstream os;
+  os << "c10d " << op << " failed on " << group.Describe() << ", " << bytes << " bytes, at " << base
+     << ":" << line << ": " << what;
+  throw CollectiveError(os.str());
+}
+
+}  // namespace internal
+
+int64_t TensorBytes(const at::Tensor& t) {
+  return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
+}
+
+namespace {
+
+bool IsLoopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> MakeProcessGroup(
+    const RendezvousOptions& options, const c10::intrusive_ptr<c10d::Store>& store, int rank,
+    int size) {
+  if (options.backend == CommBackend::kNccl) {
+#ifdef SKRULL_WITH_CUDA
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = options.timeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
+#else
+    throw std::runtime_error(
+        "NCCL requested but this build has no CUDA (configure with -DSKRULL_WITH_CUDA=ON "
+        "against a CUDA libtorch)");
+#endif
+  }
+  auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout);
+  if (!options.gloo_interface.empty()) {
+    opts->devices.push_back(
+        c10d::ProcessGroupGloo::createDeviceForInterface(options.gloo_interface));
+  } else if (IsLoopback(options.master_addr)) {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
+}
+
+StatusOr<Group> MakeGroup(const std::string& name, const std::vector<int>& members,
+                          const RankLayout& layout, const RendezvousOptions& options,
+                          const c10::intrusive_ptr<c10d::Store>& store) {
+  Group g;
+  g.name = name;
+  g.backend = options.backend;
+  g.size = static_cast<int>(members.size());
+  g.global_rank = layout.rank;
+  g.rank = -1;
+  for (int i = 0; i < g.size; ++i) {
+    if (members[i] == layout.rank) g.rank = i;
+  }
+  SKRULL_CHECK(g.rank >= 0) << layout.Describe() << " is not in group " << name;
+  try {
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
+    g.pg = MakeProcessGroup(options, prefixed, g.rank, g.size);
+  } catch (const std::exception& e) {
+    return UnavailableError("creating process group " + g.Describe() + ": " + e.what());
+  }
+  return g;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::Create(const RankLayout& layout,
+                                                               const RendezvousOptions& options) {
+  const std::string where = options.master_addr + ":" + std::to_string(options.master_port);
+  const double seconds = std::chrono::duration<double>(options.timeout).count();
+  if (options.master_port <= 0 || options.master_port > 65535) {
+    return InvalidArgumentError("rendezvous: master port must be in 1..65535 (got " +
+                                std::to_string(options.master_port) + "); set SKRULL_MASTER_PORT");
+  }
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<uint16_t>(options.master_port);
+    o.isServer = layout.rank == 0;
+    o.numWorkers = layout.world_size;
+    o.waitWorkers = true;
+    o.timeout = options.timeout;
+    store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, o);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    if (auto nl = msg.find("\nException raised from"); nl != std::string::npos) msg.resize(nl);
+    return UnavailableError(
+        "rendezvous at " + where + " failed for " + layout.Describe() + " of " +
+        std::to_string(layout.world_size) + " within " + std::to_string(seconds) + " s" +
+        (layout.rank == 0 ? " (serving the TCPStore; did every rank start?)"
+                          : " (is rank 0 running and is SKRULL_MASTER_ADDR:SKRULL_MASTER_PORT "
+                            "reachable from here?)") +
+        ": " + msg);
+  }
+  return CreateWithStore(std::move(store), layout, options);
+}
+
+StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::CreateWithStore(
+    c10::intrusive_ptr<c10d::Store> store, const RankLayout& layout,
+    const RendezvousOptions& options) {
+  std::unique_ptr<ProcessGroups> groups(new ProcessGroups());
+  groups->layout_ = layout;
+  groups->store_ = store;
+  std::vector<int> all(layout.world_size);
+  for (int r = 0; r < layout.world_size; ++r) all[r] = r;
+  SKRULL_ASSIGN_OR_RETURN(groups->world_, MakeGroup("world", all, layout, options, store));
+  SKRULL_ASSIGN_OR_RETURN(groups->cp_, MakeGroup("cp[dp=" + std::to_string(layout.dp_rank) + "]",
+                                                 layout.cp_group, layout, options, store));
+  SKRULL_ASSIGN_OR_RETURN(groups->dp_, MakeGroup("dp[cp=" + std::to_string(layout.cp_rank) + "]",
+                                                 layout.dp_group, layout, options, store));
+  return groups;
+}
+
+// ---------------------------------------------------------------------------
+
+PendingCollective::PendingCollective(const Group* group, const char* op, int64_t bytes,
+                                     c10::intrusive_ptr<c10d::Work> work,
+                                     std::function<void()> finish)
+    : group_(group), op_(op), bytes_(bytes), work_(std::move(work)), finish_(std::move(finish)) {}
+
+double PendingCollective::Wait() {
+  if (!work_) return 0.0;
+  const auto start = std::chrono::steady_clock::now();
+  auto work = std::move(work_);
+  work_.reset();
+  SKRULL_C10D_CHECK(*group_, op_, bytes_, work->wait());
+  if (finish_) {
+    finish_();
+    finish_ = nullptr;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+PendingCollective StartAllGather(Group& group, const at::Tensor& input, const at::Tensor& out) {
+  SKRULL_CHECK(out.size(0) == group.size * input.size(0))
+      << "allgather on " << group.Describe() << ": output rows " << out.size(0)
+      << " != " << group.size << " x " << input.size(0);
+  SKRULL_CHECK(input.is_contiguous() && out.is_contiguous());
+  const int64_t bytes = TensorBytes(out);
+  if (group.size == 1) {
+    out.copy_(input);
+    return PendingCollective();
+  }
+  std::vector<at::Tensor> inputs = {input};
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  const int64_t n = input.size(0);
+  for (int r = 0; r < group.size; ++r) outputs[0].push_back(out.narrow(0, r * n, n));
+  auto work = SKRULL_C10D_CHECK(group, "allgather", bytes, group.pg->allgather(outputs, inputs));
+  return PendingCollective(&group, "allgather", bytes, std::move(work));
+}
+
+PendingCollective StartReduceScatterSum(Group& group, const at::Tensor& input,
+                                        const at::Tensor& out) {
+  SKRULL_CHECK(input.size(0) == group.size * out.size(0))
+      << "reduce-scatter on " << group.Describe() << ": input rows " << input.size(0)
+      << " != " << group.size << " x " << out.size(0);
+  SKRULL_CHECK(input.is_contiguous() && out.is_contiguous());
+  const int64_t bytes = TensorBytes(input);
+  if (group.size == 1) {
+    out.copy_(input);
+    return PendingCollective();
+  }
+  if (group.backend == CommBackend::kNccl) {
+    at::Tensor in = input;
+    at::Tensor o = out;
+    auto work =
+        SKRULL_C10D_CHECK(group, "reduce_scatter", bytes,
+                          group.pg->_reduce_scatter_base(o, in, c10d::ReduceScatterOptions()));
+    return PendingCollective(&group, "reduce_scatter", bytes, std::move(work));
+  }
+  // Gloo: all-to-all sends block r to rank r; then sum the received blocks.
+  at::Tensor in = input;
+  at::Tensor recv = at::empty_like(input);
+  std::vector<int64_t> splits;  // empty = equal splits
+  auto work = SKRULL_C10D_CHECK(group, "alltoall (reduce-scatter)", bytes,
+                                group.pg->alltoall_base(recv, in, splits, splits));
+  std::vector<int64_t> blocks = recv.sizes().vec();
+  blocks[0] /= group.size;
+  blocks.insert(blocks.begin(), group.size);
+  at::Tensor result = out;
+  auto finish = [recv, result, blocks]() mutable { at::sum_out(result, recv.view(blocks), 0); };
+  return PendingCollective(&group, "alltoall (reduce-scatter)", bytes, std::move(work),
+                           std::move(finish));
+}
+
+PendingCollective StartAllReduceSum(Group& group, const at::Tensor& tensor) {
+  const int64_t bytes = TensorBytes(tensor);
+  if (group.size == 1) return PendingCollective();
+  std::vector<at::Tensor> tensors = {tensor};
+  auto work = SKRULL_C10D_CHECK(group, "allreduce", bytes, group.pg->allreduce(tensors));
+  return PendingCollective(&group, "allreduce", bytes, std::move(work));
+}
+
+}  // namespace skrull::dist

@@ -1,0 +1,153 @@
+// Process groups of a DP x CP job on c10d (Gloo on CPU, NCCL on CUDA).
+//
+// Rendezvous: rank 0 serves a TCPStore on master_addr:master_port, every rank
+// connects within `timeout`, then the groups are built in the same order on
+// every rank:
+//   world        all ranks (gradients, scalar reductions);
+//   cp[dp=d]     ranks d*cp .. d*cp+cp-1 (the K/V exchange of distributed
+//                sequences);
+//   dp[cp=c]     ranks c, cp+c, ... (one per CP rank).
+// See rank_layout.h for the arithmetic.
+//
+// Every c10d call made by trainer/dist goes through SKRULL_C10D_CHECK, which
+// rethrows a c10d failure as CollectiveError naming the operation, the group,
+// the rank and the bytes involved.
+//
+// Thread safety: groups may be used from one thread per rank; c10d's own
+// worker threads run the collectives.
+#ifndef SKRULL_TRAINER_DIST_PROCESS_GROUPS_H_
+#define SKRULL_TRAINER_DIST_PROCESS_GROUPS_H_
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "common/status.h"
+#include "trainer/dist/rank_layout.h"
+
+namespace skrull::dist {
+
+// The one place that knows which communication library is used.
+enum class CommBackend { kGloo, kNccl };
+const char* CommBackendName(CommBackend backend);
+// True when this build can create NCCL groups (SKRULL_WITH_CUDA).
+bool NcclAvailable();
+
+// A communicator and who is in it.
+struct Group {
+  std::string name;  // "world", "cp[dp=1]", "dp[cp=0]"
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  CommBackend backend = CommBackend::kGloo;
+  int rank = 0;  // inside the group
+  int size = 1;
+  int global_rank = 0;
+  // "cp[dp=1] rank 0/2 (global rank 2)".
+  std::string Describe() const;
+};
+
+// A c10d failure with its context; thrown by SKRULL_C10D_CHECK.
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace internal {
+[[noreturn]] void ThrowCollectiveError(const char* op, const Group& group, int64_t bytes,
+                                       const char* file, int line, const char* what);
+}  // namespace internal
+
+// Runs `expr` (a c10d call on `group`) and rethrows any exception as a
+// CollectiveError: "c10d allgather failed on cp[dp=0] rank 1/2 (global rank 1),
+// 4096 bytes, at cp_attention.cc:120: <c10d's message>". Evaluates to expr.
+#define SKRULL_C10D_CHECK(group, op, bytes, expr)                                          \
+  [&]() -> decltype(auto) {                                                                \
+    try {                                                                                  \
+      return expr;                                                                         \
+    } catch (const std::exception& skrull_c10d_e) {                                        \
+      ::skrull::dist::internal::ThrowCollectiveError(op, group, bytes, __FILE__, __LINE__, \
+                                                     skrull_c10d_e.what());                \
+    }                                                                                      \
+  }()
+
+struct RendezvousOptions {
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  // Rendezvous deadline, and the timeout of every collective.
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  CommBackend backend = CommBackend::kGloo;
+  // Gloo only: bind to this interface ("" = the address the master is
+  // reached by for loopback masters, else the host name's address).
+  std::string gloo_interface;
+};
+
+class ProcessGroups {
+ public:
+  // Connects to (rank 0: serves) the TCPStore and builds the groups.
+  // Unavailable when the store cannot be reached in time; the message names
+  // the address, port, rank and world size.
+  static StatusOr<std::unique_ptr<ProcessGroups>> Create(const RankLayout& layout,
+                                                         const RendezvousOptions& options);
+  // Builds the groups over an existing store (tests).
+  static StatusOr<std::unique_ptr<ProcessGroups>> CreateWithStore(
+      c10::intrusive_ptr<c10d::Store> store, const RankLayout& layout,
+      const RendezvousOptions& options);
+
+  const RankLayout& layout() const { return layout_; }
+  Group& world() { return world_; }
+  Group& cp() { return cp_; }
+  Group& dp() { return dp_; }
+  CommBackend backend() const { return world_.backend; }
+  c10d::Store& store() { return *store_; }
+
+ private:
+  ProcessGroups() = default;
+  RankLayout layout_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  Group world_;
+  Group cp_;
+  Group dp_;
+};
+
+// A collective in flight. Wait() blocks until it is done (running any
+// completion step, e.g. the local sum of a Gloo reduce-scatter) and returns
+// the seconds spent blocked. Wait() on a finished or empty one returns 0.
+class PendingCollective {
+ public:
+  PendingCollective() = default;
+  PendingCollective(const Group* group, const char* op, int64_t bytes,
+                    c10::intrusive_ptr<c10d::Work> work, std::function<void()> finish = nullptr);
+  double Wait();
+  bool pending() const { return work_ != nullptr; }
+
+ private:
+  const Group* group_ = nullptr;
+  const char* op_ = "";
+  int64_t bytes_ = 0;
+  c10::intrusive_ptr<c10d::Work> work_;
+  std::function<void()> finish_;
+};
+
+// out[r*n : (r+1)*n] = input of group rank r, for inputs of n rows each.
+// REQUIRES: out.size(0) == group.size * input.size(0), both contiguous, same dtype.
+PendingCollective StartAllGather(Group& group, const at::Tensor& input, const at::Tensor& out);
+
+// out = sum over group ranks of input[rank*n : (rank+1)*n] (a reduce-scatter;
+// on Gloo an all-to-all plus a local sum, as Gloo has no reduce-scatter).
+// REQUIRES: input.size(0) == group.size * out.size(0), contiguous, same dtype.
+PendingCollective StartReduceScatterSum(Group& group, const at::Tensor& input,
+                                        const at::Tensor& out);
+
+// In-place element-wise sum over the group.
+PendingCollective StartAllReduceSum(Group& group, const at::Tensor& tensor);
+
+int64_t TensorBytes(const at::Tensor& t);
+
+}  // namespace skrull::dist
+
+#endif  // SKRULL_TRAINER_DIST_PROCESS_GROUPS_H_

@@ -1,0 +1,230 @@
+#include "trainer/train/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "common/file_util.h"
+
+namespace skrull::train {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kTrainerStateSchema = 1;
+
+// NaN/inf are not JSON; store them as null and read null back as NaN.
+json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+double ReadNumber(const json& j) {
+  return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>();
+}
+
+Status Fsync(const std::string& path, bool directory) {
+  int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+  if (fd < 0) return IoError(path + ": open for fsync failed: " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return IoError(path + ": fsync failed: " + std::strerror(err));
+  return OkStatus();
+}
+
+bool IsCompleteCheckpoint(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_directory(dir, ec) && fs::is_regular_file(dir / kTrainerStateFile, ec);
+}
+
+// Step of a folder named exactly "step-<digits>", or -1.
+int64_t StepOfName(const std::string& name) {
+  static const std::regex kPattern("step-([0-9]{1,18})");
+  std::smatch m;
+  if (!std::regex_match(name, m, kPattern)) return -1;
+  return std::stoll(m[1].str());
+}
+
+}  // namespace
+
+std::string TrainerStateToJson(const TrainerState& s) {
+  json j;
+  j["schema"] = kTrainerStateSchema;
+  j["step"] = s.step;
+  j["sampler_seed"] = s.sampler_seed;
+  j["data_position"] = s.data_position;
+  j["rng_state_hex"] = s.rng_state_hex;
+  json losses = json::array();
+  for (double l : s.loss_history) losses.push_back(Number(l));
+  j["loss_history"] = losses;
+  j["loss_history_first_step"] = s.loss_history_first_step;
+  j["job_spec_hash"] = s.job_spec_hash;
+  j["initial_loss"] = Number(s.initial_loss);
+  j["tokens"] = s.tokens;
+  j["train_seconds"] = s.train_seconds;
+  j["rollbacks"] = {
+      {"dacp", s.rollbacks_dacp}, {"gds", s.rollbacks_gds}, {"runtime", s.rollbacks_runtime}};
+  return j.dump(2) + "\n";
+}
+
+StatusOr<TrainerState> ParseTrainerStateJson(const std::string& text, const std::string& origin) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgumentError(origin +
+                                ": not a JSON object; the checkpoint is damaged (resume "
+                                "from an earlier step-<N> folder)");
+  }
+  TrainerState s;
+  std::string field;
+  try {
+    field = "schema";
+    if (j.at(field).get<int>() != kTrainerStateSchema) {
+      return InvalidArgumentError(origin + ": schema " + j.at(field).dump() +
+                                  " is not supported (expected " +
+                                  std::to_string(kTrainerStateSchema) + ")");
+    }
+    field = "step";
+    s.step = j.at(field).get<int64_t>();
+    field = "sampler_seed";
+    s.sampler_seed = j.at(field).get<uint64_t>();
+    field = "data_position";
+    s.data_position = j.at(field).get<int64_t>();
+    field = "rng_state_hex";
+    s.rng_state_hex = j.at(field).get<std::string>();
+    field = "loss_history";
+    for (const json& l : j.at(field)) s.loss_history.push_back(ReadNumber(l));
+    field = "loss_history_first_step";
+    s.loss_history_first_step = j.at(field).get<int64_t>();
+    field = "job_spec_hash";
+    s.job_spec_hash = j.at(field).get<std::string>();
+    field = "initial_loss";
+    s.initial_loss = ReadNumber(j.at(field));
+    field = "tokens";
+    s.tokens = j.at(field).get<int64_t>();
+    field = "train_seconds";
+    s.train_seconds = j.at(field).get<double>();
+    field = "rollbacks";
+    s.rollbacks_dacp = j.at(field).at("dacp").get<int64_t>();
+    s.rollbacks_gds = j.at(field).at("gds").get<int64_t>();
+    s.rollbacks_runtime = j.at(field).at("runtime").get<int64_t>();
+  } catch (const json::exception& e) {
+    return InvalidArgumentError(origin + ": field \"" + field + "\": " + e.what());
+  }
+  if (s.step < 0) return InvalidArgumentError(origin + ": field \"step\": must be >= 0");
+  return s;
+}
+
+std::string CheckpointsRoot(const std::string& output_dir) {
+  return (fs::path(output_dir) / "checkpoints").string();
+}
+
+std::string CheckpointDir(const std::string& output_dir, int64_t step) {
+  return (fs::path(CheckpointsRoot(output_dir)) / ("step-" + std::to_string(step))).string();
+}
+
+StatusOr<std::string> CommitCheckpoint(
+    const std::string& output_dir, int64_t step,
+    const std::function<Status(const std::string& tmp_dir)>& write_files) {
+  const fs::path root = CheckpointsRoot(output_dir);
+  const fs::path final_dir = CheckpointDir(output_dir, step);
+  const fs::path tmp_dir = final_dir.string() + ".tmp";
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) return IoError(root.string() + ": cannot create directory: " + ec.message());
+  fs::remove_all(tmp_dir, ec);  // a leftover from a crash
+  if (ec) return IoError(tmp_dir.string() + ": cannot remove leftover: " + ec.message());
+  fs::create_directory(tmp_dir, ec);
+  if (ec) return IoError(tmp_dir.string() + ": cannot create directory: " + ec.message());
+
+  if (Status written = write_files(tmp_dir.string()); !written.ok()) {
+    fs::remove_all(tmp_dir, ec);
+    return written;
+  }
+  if (!fs::is_regular_file(tmp_dir / kTrainerStateFile, ec)) {
+    return InternalError(tmp_dir.string() + ": checkpoint writer did not write " +
+                         kTrainerStateFile);
+  }
+  for (const fs::directory_entry& e : fs::directory_iterator(tmp_dir, ec)) {
+    if (e.is_regular_file()) SKRULL_RETURN_IF_ERROR(Fsync(e.path().string(), false));
+  }
+  SKRULL_RETURN_IF_ERROR(Fsync(tmp_dir.string(), true));
+
+  // A folder of this step already exists only when a run re-does a step
+  // (e.g. resumed from an earlier checkpoint): move it aside first, so a crash
+  // leaves one of the two complete.
+  fs::path old_dir;
+  if (fs::exists(final_dir, ec)) {
+    old_dir = final_dir.string() + ".old";
+    fs::remove_all(old_dir, ec);
+    fs::rename(final_dir, old_dir, ec);
+    if (ec) return IoError(final_dir.string() + ": cannot move aside: " + ec.message());
+  }
+  fs::rename(tmp_dir, final_dir, ec);
+  if (ec) {
+    return IoError(tmp_dir.string() + ": rename to " + final_dir.string() +
+                   " failed: " + ec.message());
+  }
+  SKRULL_RETURN_IF_ERROR(Fsync(root.string(), true));
+  SKRULL_RETURN_IF_ERROR(
+      WriteFileAtomically((root / kLatestFile).string(), final_dir.filename().string() + "\n"));
+  if (!old_dir.empty()) fs::remove_all(old_dir, ec);
+  return final_dir.string();
+}
+
+StatusOr<std::optional<std::string>> ResolveResumeDir(const std::string& output_dir,
+                                                      const std::string& resume_from) {
+  if (resume_from.empty()) return std::optional<std::string>();
+  std::error_code ec;
+  if (resume_from != "latest") {
+    const fs::path dir(resume_from);
+    if (!fs::exists(dir, ec)) {
+      return NotFoundError("spec.training.resumeFrom: " + resume_from +
+                           ": no such checkpoint folder; use \"latest\" or a step-<N> folder "
+                           "under " +
+                           CheckpointsRoot(output_dir));
+    }
+    if (!IsCompleteCheckpoint(dir)) {
+      return InvalidArgumentError("spec.training.resumeFrom: " + resume_from +
+                                  ": not a complete checkpoint (no " + kTrainerStateFile +
+                                  "); point it at a step-<N> folder");
+    }
+    return std::optional<std::string>(dir.string());
+  }
+  const fs::path root = CheckpointsRoot(output_dir);
+  StatusOr<std::string> latest = ReadFileToString((root / kLatestFile).string());
+  if (latest.ok()) {
+    std::string name = *latest;
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+    if (StepOfName(name) >= 0 && IsCompleteCheckpoint(root / name)) {
+      return std::optional<std::string>((root / name).string());
+    }
+  }
+  // `latest` is missing or stale: the newest complete step-<N> folder.
+  int64_t best = -1;
+  fs::path best_dir;
+  if (fs::is_directory(root, ec)) {
+    for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
+      const int64_t step = StepOfName(e.path().filename().string());
+      if (step > best && IsCompleteCheckpoint(e.path())) {
+        best = step;
+        best_dir = e.path();
+      }
+    }
+  }
+  if (best < 0) return std::optional<std::string>();
+  return std::optional<std::string>(best_dir.string());
+}
+
+StatusOr<TrainerState> ReadTrainerState(const std::string& dir) {
+  const std::string path = (fs::path(dir) / kTrainerStateFile).string();
+  SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  return ParseTrainerStateJson(text, path);
+}
+
+}  // namespace skrull::train

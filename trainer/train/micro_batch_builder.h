@@ -1,0 +1,131 @@
+// MicroBatchBuilder: turns a scheduler Plan plus the global batch's tokens
+// into the packed token stream one rank (dp_rank, cp_rank) computes in each
+// micro-batch. Torch-free.
+//
+// Stream layout of one micro-batch on CP rank r (no padding anywhere):
+//
+//   [ local seq a | local seq b | ... | shard of dist seq x | shard of dist seq y | ... ]
+//   ^0                                ^local_tokens                                   ^tokens
+//
+// - Local sequences (placed whole on this CP rank) come first, in plan order,
+//   each with positions 0..len-1; `local_cu_seqlens` delimits them.
+// - Each distributed sequence (sharded over the CP group) is cut into 2*cp
+//   near-equal contiguous chunks (zig-zag): chunk c covers global positions
+//   [floor(c*S/(2cp)), floor((c+1)*S/(2cp))). CP rank r holds chunk r then
+//   chunk 2cp-1-r, with their GLOBAL positions (for RoPE and the causal mask).
+//   This balances causal attention work across the CP group.
+// - With cp == 1 every sequence is local (a "distributed" sequence on one
+//   rank is just a whole sequence).
+//
+// Every rank of a CP group can compute every other rank's layout from the
+// same plan, so each DistributedSegment records all CP ranks' chunks and
+// where they sit in those ranks' streams: the CP attention all-gathers K/V of
+// the distributed region and reassembles each sequence in position order.
+//
+// Note: a zig-zag shard holds floor/ceil(S/(2cp)) + floor/ceil(S/(2cp))
+// tokens, which can be ceil(S/cp) + 1 (e.g. S=3, cp=4, rank 2 holds 2).
+//
+// Thread safety: pure functions of their arguments.
+#ifndef SKRULL_TRAINER_TRAIN_MICRO_BATCH_BUILDER_H_
+#define SKRULL_TRAINER_TRAIN_MICRO_BATCH_BUILDER_H_
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/plan.h"
+
+namespace skrull::train {
+
+// Label value that contributes no loss (Hugging Face convention).
+inline constexpr int64_t kIgnoreLabel = -100;
+
+// The tokens of one global-batch sequence, borrowed from the caller.
+// `targets` are already shifted: targets[i] is the label predicted at
+// position i (kIgnoreLabel = no loss).
+struct SequenceTokens {
+  const int32_t* input_ids = nullptr;
+  const int32_t* targets = nullptr;
+  int64_t length = 0;
+};
+
+// Half-open range [begin, end) of token positions inside one sequence.
+struct TokenRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - begin; }
+  bool operator==(const TokenRange& o) const { return begin == o.begin && end == o.end; }
+};
+
+// Chunk `chunk` of the 2*cp zig-zag chunks of a sequence of `length` tokens:
+// [floor(chunk*length/(2cp)), floor((chunk+1)*length/(2cp))).
+// REQUIRES: cp >= 1, 0 <= chunk < 2*cp, length >= 0.
+TokenRange ZigZagChunk(int64_t length, int cp, int chunk);
+
+// The two chunks CP rank `cp_rank` holds, in stream order: chunk cp_rank,
+// then chunk 2*cp-1-cp_rank.
+std::array<TokenRange, 2> ZigZagShard(int64_t length, int cp, int cp_rank);
+
+// One zig-zag chunk as placed in a rank's stream.
+struct ShardChunk {
+  TokenRange positions;       // global positions inside the sequence
+  int64_t stream_offset = 0;  // index of positions.begin in that rank's stream
+};
+
+// A distributed sequence of a micro-batch as every CP rank holds it.
+struct DistributedSegment {
+  int64_t seq_id = 0;  // id in the global batch (scheduler::Sequence::id)
+  int64_t length = 0;  // whole sequence, tokens
+  // rank_chunks[r] = the two chunks CP rank r holds, in its stream order.
+  std::vector<std::array<ShardChunk, 2>> rank_chunks;
+
+  int64_t RankTokens(int cp_rank) const {
+    return rank_chunks[cp_rank][0].positions.size() + rank_chunks[cp_rank][1].positions.size();
+  }
+};
+
+// What one rank computes in one micro-batch.
+struct RankStream {
+  int dp_rank = 0;
+  int cp_rank = 0;
+  int micro_batch = 0;  // index in the rank's micro-batch order
+  // Packed stream, one entry per token (size == tokens).
+  std::vector<int64_t> input_ids;
+  std::vector<int64_t> targets;    // kIgnoreLabel = no loss
+  std::vector<int64_t> positions;  // 0-based; global positions for shards
+  // Boundaries of the local sequences: {0, l0, l0+l1, ..., local_tokens}.
+  // Always starts with 0 (so {0} when there is no local sequence).
+  std::vector<int64_t> local_cu_seqlens;
+  std::vector<int64_t> local_seq_ids;  // parallel to local_cu_seqlens' intervals
+  // Distributed sequences in stream order; their shards follow the local
+  // tokens on every rank.
+  std::vector<DistributedSegment> distributed;
+  // Per CP rank of the group (size cp): where the distributed region starts in
+  // that rank's stream (= its local tokens) and how many tokens it holds.
+  std::vector<int64_t> rank_local_tokens;
+  std::vector<int64_t> rank_distributed_tokens;
+  int64_t local_tokens = 0;  // == local_cu_seqlens.back()
+  int64_t tokens = 0;        // local tokens + this rank's shard tokens
+  int64_t label_tokens = 0;  // targets != kIgnoreLabel
+
+  bool empty() const { return tokens == 0; }
+};
+
+// Ids of the sequences whose tokens rank (dp_rank, cp_rank) needs for `plan`:
+// its local sequences and every distributed sequence of its DP rank, in
+// ascending order. REQUIRES: ranks in range.
+std::vector<int64_t> NeededSequenceIds(const scheduler::Plan& plan, int dp_rank, int cp_rank);
+
+// Builds the rank's stream for every micro-batch of its DP rank (empty
+// micro-batches give empty streams, so all ranks run the same count).
+// `batch[id]` holds the tokens of sequence `id`; only the ids listed by
+// NeededSequenceIds must be filled. A length differing from the plan's is
+// FailedPrecondition (the data changed after it was indexed).
+StatusOr<std::vector<RankStream>> BuildRankStreams(const scheduler::Plan& plan,
+                                                   const std::vector<SequenceTokens>& batch,
+                                                   int dp_rank, int cp_rank);
+
+}  // namespace skrull::train
+
+#endif  // SKRULL_TRAINER_TRAIN_MICRO_BATCH_BUILDER_H_

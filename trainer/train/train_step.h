@@ -1,0 +1,58 @@
+// One rank's forward and backward work of one optimizer step, before the
+// gradient all-reduce: every micro-batch of the plan for this (dp_rank,
+// cp_rank), with the loss normalised by the GLOBAL batch's label-token count.
+//
+// Why that normalisation: the step's objective is
+//   L = (sum over every label token of the global batch of CE) / N_global,
+// so its gradient is the sum over micro-batches (and ranks) of
+//   d(LossSum(micro-batch)) / N_global.
+// That sum does not depend on how the scheduler grouped sequences into
+// micro-batches or ranks (only floating-point summation order changes),
+// unlike "mean per micro-batch / number of micro-batches".
+//
+// Thread safety: one training thread per model.
+#ifndef SKRULL_TRAINER_TRAIN_TRAIN_STEP_H_
+#define SKRULL_TRAINER_TRAIN_TRAIN_STEP_H_
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/plan.h"
+#include "trainer/model/model.h"
+#include "trainer/model/packed_batch.h"
+#include "trainer/train/context_parallel.h"
+#include "trainer/train/micro_batch_builder.h"
+
+namespace skrull::train {
+
+// The stream's tensors on `device` (cu_seqlens = the local sequences).
+model::PackedBatch ToPackedBatch(const RankStream& stream, c10::Device device);
+
+struct RankStepWork {
+  double loss_sum = 0;                // summed CE over this rank's label tokens (not normalised)
+  int64_t tokens = 0;                 // tokens this rank computed
+  int64_t label_tokens = 0;           // label tokens among them
+  int64_t micro_batches = 0;          // non-empty micro-batches run
+  int64_t rank_tokens_peak = 0;       // most tokens in one of this rank's micro-batches
+  int64_t local_sequences = 0;        // sequences run whole on this rank
+  int64_t distributed_sequences = 0;  // sequences this rank ran a shard of
+  double model_flops = 0;             // filled by the caller (needs the cost model)
+};
+
+// Builds this rank's streams for `plan` and, for each micro-batch that is not
+// empty in the plan, runs LossSum and backward of LossSum / global_label_tokens,
+// accumulating into the trainable parameters' gradients (not zeroed here).
+// `cp_attention` is required when plan.topology.cp > 1 (and must be the
+// model's backend); it gets BeginMicroBatch before each forward.
+// REQUIRES: global_label_tokens > 0.
+StatusOr<RankStepWork> AccumulateGradients(model::DecoderModel* model, const scheduler::Plan& plan,
+                                           const std::vector<SequenceTokens>& batch, int dp_rank,
+                                           int cp_rank, int64_t global_label_tokens,
+                                           ContextParallelAttention* cp_attention = nullptr);
+
+}  // namespace skrull::train
+
+#endif  // SKRULL_TRAINER_TRAIN_TRAIN_STEP_H_

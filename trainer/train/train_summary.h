@@ -1,0 +1,71 @@
+// What a training run did, as the trainer reports it: per-step stats, the
+// run summary (summary.json) and the progress line on stderr.
+#ifndef SKRULL_TRAINER_TRAIN_TRAIN_SUMMARY_H_
+#define SKRULL_TRAINER_TRAIN_TRAIN_SUMMARY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace skrull::train {
+
+struct StepStats {
+  int64_t step = 0;      // 0-based optimizer step
+  double loss = 0;       // global-batch mean CE over label tokens
+  double lr = 0;         // learning rate used
+  double grad_norm = 0;  // global L2 norm before clipping
+  int64_t tokens = 0;    // tokens of the global batch (all ranks)
+  int64_t label_tokens = 0;
+  int64_t micro_batches = 0;  // per DP rank (the plan's count)
+  double seconds = 0;         // wall time of the step on this rank
+};
+
+struct RollbackTotals {
+  int64_t dacp = 0;
+  int64_t gds = 0;
+  int64_t runtime = 0;
+};
+
+// What a run did. Totals cover the whole run, including steps done before a
+// resume; `history` covers this invocation.
+struct TrainSummary {
+  std::string job;
+  int64_t steps = 0;                  // optimizer steps completed in total
+  int64_t first_step = 0;             // first step of this invocation (> 0 after a resume)
+  double initial_loss = 0;            // loss of step 0
+  double final_loss = 0;              // loss of the last completed step
+  int64_t tokens = 0;                 // tokens trained on, all ranks
+  double mean_iteration_seconds = 0;  // this invocation's steps
+  double tokens_per_second = 0;       // all ranks, this invocation
+  std::string policy;
+  int dp = 1;
+  int cp = 1;
+  int rank = 0;
+  int world_size = 1;
+  std::string device;
+  uint64_t peak_memory_bytes = 0;  // this rank's device (or host RSS) peak
+  RollbackTotals rollbacks;
+  std::string resumed_from;     // checkpoint folder, "" for a fresh run
+  std::string last_checkpoint;  // folder written last, "" if none
+  bool stopped_early = false;   // stop_after_steps or a stop signal
+  std::vector<StepStats> history;
+};
+
+// The summary as JSON (the fields above; history as "losses" and
+// "learning_rates" arrays). Non-finite numbers are written as null.
+std::string SummaryToJson(const TrainSummary& summary);
+
+// "step 12/60 loss 3.2145 lr 2.40e-03 grad_norm 1.234 tokens/s 11.5k step 0.35s eta 17s":
+// `done` steps of `total`; tokens/s and eta from this invocation's
+// `seconds` and `tokens` so far over `steps_run` steps.
+std::string ProgressLine(const StepStats& step, int64_t total, double seconds, double tokens,
+                         int64_t steps_run);
+
+// 950 -> "950", 12345 -> "12.3k", 2.5e6 -> "2.5M".
+std::string FormatCount(double v);
+// 42 -> "42s", 130 -> "2m10s", 7300 -> "2h01m"; "?" when not finite or negative.
+std::string FormatDuration(double seconds);
+
+}  // namespace skrull::train
+
+#endif  // SKRULL_TRAINER_TRAIN_TRAIN_SUMMARY_H_

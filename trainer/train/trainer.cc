@@ -1,0 +1,701 @@
+#include "trainer/train/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/util/Exception.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <mutex>
+#include <sstream>
+
+#include "common/file_util.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/model_config.h"
+#include "scheduler/policy.h"
+#include "trainer/data/dataset.h"
+#include "trainer/data/sampler.h"
+#include "trainer/metrics/process_memory.h"
+#include "trainer/metrics/trainer_metrics.h"
+#include "trainer/model/model.h"
+#include "trainer/model/torch_compat.h"
+#include "trainer/train/checkpoint.h"
+#include "trainer/train/lr_schedule.h"
+#include "trainer/train/optimizer.h"
+#include "trainer/train/train_step.h"
+
+namespace skrull::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string Hex(const uint8_t* p, size_t n) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string s;
+  s.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    s.push_back(kDigits[p[i] >> 4]);
+    s.push_back(kDigits[p[i] & 15]);
+  }
+  return s;
+}
+
+std::string CpuRngStateHex() {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  at::Tensor st = gen.get_state();
+  return Hex(st.data_ptr<uint8_t>(), static_cast<size_t>(st.numel()));
+}
+
+Status RestoreCpuRngState(const std::string& hex, const std::string& origin) {
+  if (hex.empty()) return OkStatus();
+  if (hex.size() % 2 != 0) return InvalidArgumentError(origin + ": rng_state_hex: odd length");
+  at::Tensor st = torch::empty({static_cast<int64_t>(hex.size() / 2)}, torch::kUInt8);
+  uint8_t* p = st.data_ptr<uint8_t>();
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    p[i / 2] = static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  try {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(st);
+  } catch (const c10::Error& e) {
+    return InvalidArgumentError(
+        origin + ": rng_state_hex: not a CPU generator state: " + e.what_without_backtrace());
+  }
+  return OkStatus();
+}
+
+// One rank's run: setup, the step loop, checkpoints and the summary.
+class Run {
+ public:
+  Run(const api::JobSpec& job, const RankContext& rank, Collectives* collectives,
+      const TrainerOptions& options)
+      : job_(job),
+        rank_(rank),
+        coll_(collectives),
+        options_(options),
+        log_(options.log != nullptr ? *options.log : std::cerr) {}
+
+  StatusOr<TrainSummary> Go();
+
+ private:
+  Status Setup();
+  Status SetupDevice();
+  Status SetupModel();
+  Status SetupData();
+  Status SetupScheduler();
+  Status SetupMetrics();
+  Status Resume();
+  StatusOr<StepStats> Step(int64_t step, bool* stop_requested);
+  Status SaveCheckpoint(int64_t step_done);
+  void Notice(const std::string& line) {
+    if (rank_.rank == 0) log_ << "[skrull] " << line << std::endl;
+  }
+  uint64_t PeakMemoryBytes() const;
+  TrainSummary Summary() const;
+
+  const api::JobSpec& job_;
+  RankContext rank_;
+  Collectives* coll_;
+  TrainerOptions options_;
+  std::ostream& log_;
+
+  std::string output_dir_;
+  c10::Device device_ = c10::Device(c10::kCPU);
+  c10::ScalarType dtype_ = c10::kFloat;
+  scheduler::ModelConfig config_;
+  std::unique_ptr<model::DecoderModel> model_;
+  ContextParallelAttention* cp_attention_ = nullptr;  // owned by model_
+  std::unique_ptr<Optimizer> optimizer_;
+  LrScheduleOptions lr_;
+  std::unique_ptr<data::Dataset> dataset_;
+  std::unique_ptr<data::Sampler> sampler_;
+  std::unique_ptr<scheduler::CostModel> cost_;
+  scheduler::Policy policy_ = scheduler::Policy::kSkrull;
+  int64_t bucket_size_tokens_ = 0;
+  std::unique_ptr<metrics::TrainerMetrics> metrics_;
+  uint64_t memory_capacity_bytes_ = 0;
+
+  TrainerState state_;
+  std::string resumed_from_;
+  std::string last_checkpoint_;
+  bool stopped_early_ = false;
+  std::vector<StepStats> history_;
+};
+
+Status Run::SetupDevice() {
+  if (options_.device == "auto") {
+    if (job_.resources.gpus_per_proc > 0 && model::compat::CudaAvailable()) {
+      const int64_t n = std::max<int64_t>(1, model::compat::CudaDeviceCount());
+      device_ = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(rank_.local_rank % n));
+    } else {
+      if (job_.resources.gpus_per_proc > 0) {
+        Notice("no CUDA device visible (libtorch " + model::compat::TorchVersion() +
+               "): training on CPU");
+      }
+      device_ = c10::Device(c10::kCPU);
+    }
+  } else {
+    SKRULL_ASSIGN_OR_RETURN(device_, model::compat::ParseDevice(options_.device));
+  }
+  dtype_ = c10::kFloat;
+  if (job_.training.precision == api::Precision::kBf16) {
+    if (device_.is_cuda()) {
+      dtype_ = c10::kBFloat16;
+    } else {
+      Notice("spec.training.precision bf16 runs as float32 on CPU");
+    }
+  }
+  return OkStatus();
+}
+
+Status Run::SetupModel() {
+  SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(job_.model.config));
+  SKRULL_ASSIGN_OR_RETURN(config_, scheduler::ParseHfConfigJson(text, job_.model.config));
+  model::ModelOptions mo;
+  mo.dtype = dtype_;
+  mo.device = device_;
+  mo.seed = job_.model.seed;
+  if (job_.model.lora.has_value()) {
+    mo.lora.rank = job_.model.lora->rank;
+    mo.lora.alpha = job_.model.lora->alpha;
+    mo.lora.target_modules = job_.model.lora->target_modules;
+    mo.lora.seed = job_.model.seed;
+  }
+  StatusOr<std::unique_ptr<model::DecoderModel>> created = model::DecoderModel::Create(config_, mo);
+  if (!created.ok()) return created.status().WithContext(job_.model.config);
+  model_ = std::move(created).value();
+  if (!job_.model.weights.empty()) {
+    SKRULL_RETURN_IF_ERROR(model_->LoadWeights(job_.model.weights));
+  }
+  if (job_.parallelism.context_parallel > 1) {
+    if (!options_.cp_attention) {
+      return FailedPreconditionError(
+          "spec.parallelism.contextParallel is " +
+          std::to_string(job_.parallelism.context_parallel) +
+          " but this trainer has no context-parallel attention (trainer/dist); set "
+          "contextParallel: 1");
+    }
+    SKRULL_ASSIGN_OR_RETURN(std::unique_ptr<ContextParallelAttention> cp,
+                            options_.cp_attention(device_));
+    cp_attention_ = cp.get();
+    model_->SetAttentionBackend(std::move(cp));
+  }
+  optimizer_ = std::make_unique<Optimizer>(model_->NamedTrainableParameters(),
+                                           OptimizerOptionsFromSpec(job_.training));
+  lr_ = LrScheduleFromSpec(job_.training);
+  Notice("model " + config_.model_type + ": " + std::to_string(config_.num_hidden_layers) +
+         " layers, hidden " + std::to_string(config_.hidden_size) + ", " +
+         FormatCount(static_cast<double>(model_->NumParameters())) + " parameters (" +
+         FormatCount(static_cast<double>(model_->NumTrainableParameters())) + " trainable) on " +
+         device_.str() + " in " + model::compat::DtypeName(dtype_) +
+         (job_.model.weights.empty() ? ", random init seed " + std::to_string(job_.model.seed)
+                                     : ", weights " + job_.model.weights));
+  return OkStatus();
+}
+
+Status Run::SetupData() {
+  data::DatasetOptions o =
+      data::DatasetOptionsFromSpec(job_.data, static_cast<int32_t>(config_.vocab_size));
+  // maxLength 0 means "whatever the scheduler can place": bucketSize x CP.
+  // With onOverLength skip / truncate the dataset applies that bound; with
+  // error the check below names the sample and the knobs to turn.
+  const int64_t placeable = bucket_size_tokens_ * job_.parallelism.context_parallel;
+  if (o.max_length_tokens == 0 && o.over_length != api::OverLengthPolicy::kError) {
+    o.max_length_tokens = placeable;
+  }
+  SKRULL_ASSIGN_OR_RETURN(dataset_, data::Dataset::Open(o));
+  Notice("data " + job_.data.path + ": " + data::StatsSummary(dataset_->stats()));
+  // Refuse a sample that no plan can place before training starts.
+  int64_t longest = 0, longest_i = 0;
+  for (int64_t i = 0; i < dataset_->size(); ++i) {
+    if (dataset_->Length(i) > longest) {
+      longest = dataset_->Length(i);
+      longest_i = i;
+    }
+  }
+  const int cp = job_.parallelism.context_parallel;
+  if (scheduler::ShardTokens(longest, cp) > bucket_size_tokens_) {
+    const int64_t need_cp = (longest + bucket_size_tokens_ - 1) / bucket_size_tokens_;
+    return FailedPreconditionError(
+        dataset_->Location(longest_i) + ": sample of " + std::to_string(longest) +
+        " tokens does not fit spec.scheduler.bucketSize (" + std::to_string(bucket_size_tokens_) +
+        ") x spec.parallelism.contextParallel (" + std::to_string(cp) +
+        "); raise bucketSize to >= " + std::to_string(scheduler::ShardTokens(longest, cp)) +
+        ", contextParallel to >= " + std::to_string(need_cp) +
+        ", or set spec.data.onOverLength: truncate or skip");
+  }
+  const int64_t gbs =
+      static_cast<int64_t>(job_.parallelism.data_parallel) * job_.scheduler.batch_size;
+  sampler_ = std::make_unique<data::Sampler>(dataset_->size(), gbs, job_.scheduler.seed);
+  return OkStatus();
+}
+
+Status Run::SetupScheduler() {
+  SKRULL_ASSIGN_OR_RETURN(policy_, scheduler::ParsePolicy(api::PolicyName(job_.scheduler.policy)));
+  cost_ = std::make_unique<scheduler::CostModel>(config_);
+  StatusOr<uint64_t> capacity = metrics::ReadHostMemoryCapacityBytes();
+  memory_capacity_bytes_ = capacity.ok() && device_.is_cpu() ? *capacity : 0;
+  if (job_.scheduler.bucket_size_auto) {
+    if (!device_.is_cpu() || memory_capacity_bytes_ == 0) {
+      return FailedPreconditionError(
+          "spec.scheduler.bucketSize: auto needs a memory profile of this device, which this "
+          "trainer cannot measure yet; set bucketSize to a token count");
+    }
+    bucket_size_tokens_ = cost_->BucketSizeTokens(static_cast<double>(memory_capacity_bytes_), 0.2);
+    if (bucket_size_tokens_ <= 0) {
+      return FailedPreconditionError(
+          "spec.scheduler.bucketSize: auto: the model's weights and optimizer state leave no "
+          "memory for activations on this host; use a smaller model or LoRA");
+    }
+    Notice("bucketSize auto: " + std::to_string(bucket_size_tokens_) +
+           " tokens per rank (from host memory)");
+  } else {
+    bucket_size_tokens_ = job_.scheduler.bucket_size_tokens;
+  }
+  return OkStatus();
+}
+
+Status Run::SetupMetrics() {
+  metrics::MetricsOptions mo;
+  mo.job = job_.name;
+  mo.rank = rank_.rank;
+  mo.dp_rank = rank_.dp_rank;
+  mo.cp_rank = rank_.cp_rank;
+  mo.node = rank_.node;
+  mo.policy = scheduler::PolicyName(policy_);
+  mo.dp = job_.parallelism.data_parallel;
+  mo.cp = job_.parallelism.context_parallel;
+  mo.port =
+      options_.serve_metrics && job_.metrics.port > 0 ? job_.metrics.port + rank_.local_rank : 0;
+  mo.bind_address = "0.0.0.0";
+  mo.pushgateway_url = job_.metrics.pushgateway;
+  mo.jsonl_path = (fs::path(output_dir_) /
+                   (rank_.rank == 0 ? std::string("metrics.jsonl")
+                                    : "metrics-rank" + std::to_string(rank_.rank) + ".jsonl"))
+                      .string();
+  StatusOr<std::unique_ptr<metrics::TrainerMetrics>> m = metrics::TrainerMetrics::Create(mo);
+  if (!m.ok() && m.status().code() == StatusCode::kUnavailable && mo.port != 0) {
+    // A busy port must not stop training: keep metrics.jsonl, skip serving.
+    log_ << "[skrull] rank " << rank_.rank << ": not serving /metrics: " << m.status().message()
+         << std::endl;
+    mo.port = 0;
+    m = metrics::TrainerMetrics::Create(mo);
+  }
+  if (!m.ok()) return m.status();
+  metrics_ = std::move(m).value();
+  if (metrics_->port() != 0) {
+    Notice("metrics on http://0.0.0.0:" + std::to_string(metrics_->port()) + "/metrics, " +
+           mo.jsonl_path);
+  }
+  return OkStatus();
+}
+
+Status Run::Resume() {
+  SKRULL_ASSIGN_OR_RETURN(std::optional<std::string> dir,
+                          ResolveResumeDir(output_dir_, job_.training.resume_from));
+  int64_t found_step = -1;
+  if (dir.has_value()) {
+    SKRULL_ASSIGN_OR_RETURN(TrainerState peek, ReadTrainerState(*dir));
+    found_step = peek.step;
+  }
+  // Every rank must resume from the same step (rank 0 writes checkpoints, so
+  // outputDir must be storage every rank sees).
+  std::vector<double> agree = {static_cast<double>(found_step),
+                               static_cast<double>(found_step) * static_cast<double>(found_step)};
+  SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(&agree));
+  const double n = static_cast<double>(coll_->world_size());
+  if (agree[0] * agree[0] != agree[1] * n) {
+    return FailedPreconditionError(
+        "rank " + std::to_string(rank_.rank) + " found " +
+        (dir.has_value() ? "the checkpoint " + *dir + " (step " + std::to_string(found_step) + ")"
+                         : std::string("no checkpoint")) +
+        " under " + CheckpointsRoot(output_dir_) +
+        " but other ranks found another; spec.training.outputDir must be one folder every "
+        "rank sees (shared storage)");
+  }
+  state_ = TrainerState();
+  state_.sampler_seed = job_.scheduler.seed;
+  state_.job_spec_hash = JobSpecHash(job_);
+  state_.initial_loss = std::numeric_limits<double>::quiet_NaN();
+  if (!dir.has_value()) {
+    if (!job_.training.resume_from.empty()) {
+      Notice("resumeFrom latest: no checkpoint under " + CheckpointsRoot(output_dir_) +
+             "; starting fresh");
+    }
+    return OkStatus();
+  }
+  SKRULL_ASSIGN_OR_RETURN(TrainerState saved, ReadTrainerState(*dir));
+  if (job_.model.lora.has_value()) {
+    SKRULL_RETURN_IF_ERROR(
+        model_->LoadLoraAdapters((fs::path(*dir) / kAdapterWeightsFile).string()));
+  } else {
+    SKRULL_RETURN_IF_ERROR(model_->LoadWeights((fs::path(*dir) / kModelWeightsFile).string()));
+  }
+  SKRULL_RETURN_IF_ERROR(optimizer_->Load(*dir));
+  SKRULL_RETURN_IF_ERROR(
+      RestoreCpuRngState(saved.rng_state_hex, (fs::path(*dir) / kTrainerStateFile).string()));
+  if (saved.job_spec_hash != state_.job_spec_hash) {
+    Notice("warning: " + *dir +
+           " was written by a job with different model/data/parallelism/"
+           "optimizer settings (spec hash " +
+           saved.job_spec_hash + ", now " + state_.job_spec_hash + "); continuing");
+  }
+  if (saved.sampler_seed != job_.scheduler.seed) {
+    Notice("resuming with the checkpoint's sampler seed " + std::to_string(saved.sampler_seed) +
+           " (spec.scheduler.seed is " + std::to_string(job_.scheduler.seed) + ")");
+    sampler_ = std::make_unique<data::Sampler>(dataset_->size(), sampler_->global_batch_size(),
+                                               saved.sampler_seed);
+  }
+  const std::string hash = state_.job_spec_hash;
+  state_ = saved;
+  state_.job_spec_hash = hash;
+  resumed_from_ = *dir;
+  Notice("resumed from " + *dir + " at step " + std::to_string(state_.step));
+  return OkStatus();
+}
+
+Status Run::Setup() {
+  output_dir_ = job_.training.output_dir.empty() ? "runs/" + job_.name : job_.training.output_dir;
+  std::error_code ec;
+  fs::create_directories(output_dir_, ec);
+  if (ec) {
+    return IoError(output_dir_ + ": cannot create spec.training.outputDir: " + ec.message());
+  }
+  SKRULL_RETURN_IF_ERROR(SetupDevice());
+  SKRULL_RETURN_IF_ERROR(SetupModel());
+  SKRULL_RETURN_IF_ERROR(SetupScheduler());
+  SKRULL_RETURN_IF_ERROR(SetupData());
+  SKRULL_RETURN_IF_ERROR(Resume());
+  SKRULL_RETURN_IF_ERROR(SetupMetrics());
+  return OkStatus();
+}
+
+uint64_t Run::PeakMemoryBytes() const {
+  StatusOr<uint64_t> rss = metrics::ReadProcessPeakRssBytes();
+  return rss.ok() ? *rss : 0;
+}
+
+StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
+  const Clock::time_point t0 = Clock::now();
+  StepStats stats;
+  stats.step = step;
+
+  // The global batch and its plan: the same on every rank.
+  const std::vector<int64_t> indices = sampler_->GlobalBatch(step);
+  std::vector<scheduler::Sequence> sequences;
+  int64_t global_labels = 0;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    sequences.push_back({static_cast<int64_t>(k), dataset_->Length(indices[k])});
+    stats.tokens += dataset_->Length(indices[k]);
+    global_labels += dataset_->LabelTokenCount(indices[k]);
+  }
+  stats.label_tokens = global_labels;
+  scheduler::ScheduleOptions so;
+  so.topology = {job_.parallelism.data_parallel, job_.parallelism.context_parallel};
+  so.bucket_size_tokens = bucket_size_tokens_;
+  StatusOr<scheduler::Plan> planned = scheduler::Schedule(policy_, sequences, so, *cost_);
+  if (!planned.ok()) return planned.status().WithContext("step " + std::to_string(step));
+  int64_t runtime_rollbacks = 0;
+  if (options_.plan_guard) {
+    StatusOr<int64_t> guarded = options_.plan_guard(&planned.value());
+    if (!guarded.ok()) return guarded.status().WithContext("step " + std::to_string(step));
+    runtime_rollbacks = *guarded;
+  }
+  const scheduler::Plan& plan = *planned;
+  stats.micro_batches = plan.NumMicroBatches();
+
+  // This rank's samples only.
+  std::vector<data::Sample> samples(indices.size());
+  std::vector<SequenceTokens> tokens(indices.size());
+  for (int64_t id : NeededSequenceIds(plan, rank_.dp_rank, rank_.cp_rank)) {
+    SKRULL_ASSIGN_OR_RETURN(samples[id], dataset_->Get(indices[id]));
+    tokens[id] = {samples[id].input_ids.data(), samples[id].targets.data(),
+                  static_cast<int64_t>(samples[id].input_ids.size())};
+  }
+
+  const Clock::time_point t_compute = Clock::now();
+  SKRULL_ASSIGN_OR_RETURN(
+      RankStepWork work,
+      AccumulateGradients(model_.get(), plan, tokens, rank_.dp_rank, rank_.cp_rank,
+                          std::max<int64_t>(1, global_labels), cp_attention_));
+  std::vector<at::Tensor> grads = optimizer_->ReducibleGradients();
+  model::compat::Synchronize(device_);
+  const double compute_seconds = SecondsSince(t_compute);
+
+  const Clock::time_point t_comm = Clock::now();
+  SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(grads));
+  const bool stop_here = options_.stop_signal != nullptr && options_.stop_signal->load() != 0;
+  std::vector<double> scalars = {work.loss_sum, stop_here ? 1.0 : 0.0};
+  SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(&scalars));
+  model::compat::Synchronize(device_);
+  const double comm_seconds = SecondsSince(t_comm);
+  *stop_requested = scalars[1] > 0;
+
+  const Clock::time_point t_opt = Clock::now();
+  stats.loss = scalars[0] / static_cast<double>(std::max<int64_t>(1, global_labels));
+  stats.lr = LearningRateAt(lr_, step);
+  stats.grad_norm = optimizer_->Step(stats.lr);
+  model::compat::Synchronize(device_);
+  const double optimizer_seconds = SecondsSince(t_opt);
+  stats.seconds = SecondsSince(t0);
+
+  // Metrics of this rank.
+  metrics::StepRecord r;
+  r.step = step;
+  r.loss = stats.loss;
+  r.tokens = static_cast<uint64_t>(work.tokens);
+  for (const scheduler::MicroBatch& mb : plan.ranks[rank_.dp_rank].micro_batches) {
+    if (static_cast<int>(mb.cp_rank_flops.size()) > rank_.cp_rank) {
+      r.model_flops += mb.cp_rank_flops[rank_.cp_rank];
+    }
+  }
+  r.hardware_flops = r.model_flops;
+  r.step_seconds = stats.seconds;
+  r.scheduler_seconds = plan.schedule_seconds;
+  r.phase_seconds.compute = compute_seconds + optimizer_seconds;
+  r.phase_seconds.dp_comm_wait = comm_seconds;
+  r.phase_seconds.idle = std::max(0.0, stats.seconds - r.phase_seconds.compute - comm_seconds);
+  r.rank_tokens_peak = static_cast<uint64_t>(work.rank_tokens_peak);
+  r.bucket_size_tokens = static_cast<uint64_t>(bucket_size_tokens_);
+  r.memory_peak_bytes = PeakMemoryBytes();
+  r.memory_capacity_bytes = memory_capacity_bytes_;
+  r.rollbacks.dacp = static_cast<uint64_t>(plan.rollbacks.dacp);
+  r.rollbacks.gds = static_cast<uint64_t>(plan.rollbacks.gds);
+  r.rollbacks.runtime = static_cast<uint64_t>(runtime_rollbacks);
+  r.local_sequences = static_cast<uint64_t>(work.local_sequences);
+  r.distributed_sequences = static_cast<uint64_t>(work.distributed_sequences);
+  r.micro_batches = static_cast<uint64_t>(work.micro_batches);
+  Status recorded = metrics_->RecordStep(r);
+  if (!recorded.ok()) log_ << "[skrull] metrics: " << recorded.message() << std::endl;
+
+  // Run state.
+  if (step == 0) state_.initial_loss = stats.loss;
+  state_.step = step + 1;
+  state_.data_position = step + 1;
+  state_.tokens += stats.tokens;
+  state_.train_seconds += stats.seconds;
+  state_.rollbacks_dacp += plan.rollbacks.dacp;
+  state_.rollbacks_gds += plan.rollbacks.gds;
+  state_.rollbacks_runtime += runtime_rollbacks;
+  if (state_.loss_history.empty()) state_.loss_history_first_step = step;
+  state_.loss_history.push_back(stats.loss);
+  if (state_.loss_history.size() > kLossHistoryTail) {
+    state_.loss_history.erase(state_.loss_history.begin());
+    ++state_.loss_history_first_step;
+  }
+  return stats;
+}
+
+Status Run::SaveCheckpoint(int64_t step_done) {
+  Status saved = OkStatus();
+  if (rank_.rank == 0) {
+    state_.rng_state_hex = CpuRngStateHex();
+    StatusOr<std::string> dir =
+        CommitCheckpoint(output_dir_, step_done, [&](const std::string& tmp) -> Status {
+          const fs::path d(tmp);
+          SKRULL_RETURN_IF_ERROR(WriteFileAtomically((d / kHfConfigFile).string(),
+                                                     scheduler::ToHfConfigJson(config_)));
+          if (job_.model.lora.has_value()) {
+            SKRULL_RETURN_IF_ERROR(model_->SaveLoraAdapters(tmp, job_.model.weights));
+          } else {
+            SKRULL_RETURN_IF_ERROR(model_->SaveWeights((d / kModelWeightsFile).string()));
+          }
+          SKRULL_RETURN_IF_ERROR(optimizer_->Save(tmp));
+          return WriteFileAtomically((d / kTrainerStateFile).string(), TrainerStateToJson(state_));
+        });
+    if (dir.ok()) {
+      last_checkpoint_ = *dir;
+      Notice("checkpoint " + *dir);
+    } else {
+      saved = dir.status();
+    }
+  }
+  // Ranks leave together, so a checkpoint is complete before any rank exits.
+  SKRULL_RETURN_IF_ERROR(coll_->Barrier());
+  return saved;
+}
+
+TrainSummary Run::Summary() const {
+  TrainSummary s;
+  s.job = job_.name;
+  s.steps = state_.step;
+  s.first_step = history_.empty() ? state_.step : history_.front().step;
+  s.initial_loss = state_.initial_loss;
+  s.final_loss = history_.empty()
+                     ? (state_.loss_history.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                                    : state_.loss_history.back())
+                     : history_.back().loss;
+  s.tokens = state_.tokens;
+  double seconds = 0, tokens = 0;
+  for (const StepStats& h : history_) {
+    seconds += h.seconds;
+    tokens += static_cast<double>(h.tokens);
+  }
+  s.mean_iteration_seconds = history_.empty() ? 0 : seconds / history_.size();
+  s.tokens_per_second = seconds > 0 ? tokens / seconds : 0;
+  s.policy = scheduler::PolicyName(policy_);
+  s.dp = job_.parallelism.data_parallel;
+  s.cp = job_.parallelism.context_parallel;
+  s.rank = rank_.rank;
+  s.world_size = rank_.world_size;
+  s.device = device_.str();
+  s.peak_memory_bytes = PeakMemoryBytes();
+  s.rollbacks = {state_.rollbacks_dacp, state_.rollbacks_gds, state_.rollbacks_runtime};
+  s.resumed_from = resumed_from_;
+  s.last_checkpoint = last_checkpoint_;
+  s.stopped_early = stopped_early_;
+  s.history = history_;
+  return s;
+}
+
+StatusOr<TrainSummary> Run::Go() {
+  SKRULL_RETURN_IF_ERROR(Setup());
+  const int64_t total = job_.training.steps;
+  const int64_t first = state_.step;
+  const int64_t every = std::max<int64_t>(1, job_.training.log_every);
+  if (first < total) {
+    Notice("training steps " + std::to_string(first) + ".." + std::to_string(total - 1) +
+           ": policy " + scheduler::PolicyName(policy_) + ", dp " +
+           std::to_string(job_.parallelism.data_parallel) + " x cp " +
+           std::to_string(job_.parallelism.context_parallel) + ", global batch " +
+           std::to_string(sampler_->global_batch_size()) + " sequences, bucketSize " +
+           std::to_string(bucket_size_tokens_) + " tokens");
+  }
+  int64_t last_saved = -1;
+  double seconds = 0;
+  double tokens = 0;
+  for (int64_t step = first; step < total; ++step) {
+    bool stop = false;
+    SKRULL_ASSIGN_OR_RETURN(StepStats stats, Step(step, &stop));
+    history_.push_back(stats);
+    seconds += stats.seconds;
+    tokens += static_cast<double>(stats.tokens);
+    const int64_t done = step + 1;
+    if ((step - first) % every == 0 || done == total) {
+      Notice(ProgressLine(stats, total, seconds, tokens, static_cast<int64_t>(history_.size())));
+    }
+    if (!std::isfinite(stats.loss)) {
+      return FailedPreconditionError(
+          "step " + std::to_string(step) + ": the loss is not finite (" +
+          std::to_string(stats.loss) +
+          "); lower spec.training.learningRate or set spec.training.gradClip");
+    }
+    const bool budget =
+        options_.stop_after_steps > 0 && done - first >= options_.stop_after_steps && done < total;
+    if (stop || budget) {
+      stopped_early_ = true;
+      SKRULL_RETURN_IF_ERROR(SaveCheckpoint(done));
+      last_saved = done;
+      Notice(std::string("stopping after step ") + std::to_string(done) +
+             (stop ? " (signal)" : " (stop_after_steps)"));
+      break;
+    }
+    if (job_.training.checkpoint_every > 0 && done % job_.training.checkpoint_every == 0 &&
+        done < total) {
+      SKRULL_RETURN_IF_ERROR(SaveCheckpoint(done));
+      last_saved = done;
+    }
+  }
+  if (!stopped_early_ && last_saved != state_.step && state_.step > first) {
+    SKRULL_RETURN_IF_ERROR(SaveCheckpoint(state_.step));
+  }
+  Status pushed = metrics_->PushFinal();
+  if (!pushed.ok()) Notice("pushgateway: " + pushed.message());
+
+  TrainSummary summary = Summary();
+  const std::string path = options_.summary_path.empty()
+                               ? (fs::path(output_dir_) / "summary.json").string()
+                               : options_.summary_path;
+  SKRULL_RETURN_IF_ERROR(WriteFileAtomically(path, SummaryToJson(summary)));
+  if (!history_.empty()) {
+    std::ostringstream line;
+    line << "done: steps " << summary.steps << ", loss " << std::fixed << std::setprecision(4)
+         << summary.initial_loss << " -> " << summary.final_loss << ", " << std::setprecision(1)
+         << summary.tokens_per_second << " tokens/s, " << std::setprecision(3)
+         << summary.mean_iteration_seconds << " s/step; summary " << path;
+    Notice(line.str());
+  }
+  return summary;
+}
+
+}  // namespace
+
+StatusOr<RankContext> MakeRankContext(const api::JobSpec& job, int rank, int world_size,
+                                      int local_rank) {
+  const int want = job.parallelism.WorldSize();
+  if (world_size != want) {
+    return InvalidArgumentError("world size " + std::to_string(world_size) +
+                                " does not match the job's spec.parallelism (nodes x "
+                                "procsPerNode = " +
+                                std::to_string(want) + ")");
+  }
+  if (rank < 0 || rank >= world_size) {
+    return InvalidArgumentError("rank " + std::to_string(rank) + " is outside [0, " +
+                                std::to_string(world_size) + ")");
+  }
+  RankContext r;
+  r.rank = rank;
+  r.world_size = world_size;
+  r.local_rank = local_rank;
+  r.dp_rank = rank / job.parallelism.context_parallel;
+  r.cp_rank = rank % job.parallelism.context_parallel;
+  return r;
+}
+
+std::string JobSpecHash(const api::JobSpec& job) {
+  api::JobSpec j = job;
+  j.name.clear();
+  j.namespace_name.clear();
+  j.labels.clear();
+  j.annotations.clear();
+  j.training.steps = 0;
+  j.training.output_dir.clear();
+  j.training.resume_from.clear();
+  j.training.log_every = 1;
+  j.training.checkpoint_every = 0;
+  j.metrics = api::MetricsSpec();
+  j.resources = api::ResourcesSpec();
+  j.image = api::ImageSpec();
+  j.tuning = api::TuningSpec();
+  j.source_dir.clear();
+  const std::string text = api::ToYaml(j);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+StatusOr<TrainSummary> RunTrainer(const api::JobSpec& job, const RankContext& rank,
+                                  Collectives* collectives, const TrainerOptions& options) {
+  SKRULL_CHECK(collectives != nullptr);
+  try {
+    Run run(job, rank, collectives, options);
+    return run.Go();
+  } catch (const c10::Error& e) {
+    return InternalError("libtorch error on rank " + std::to_string(rank.rank) + ": " +
+                         e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return InternalError("error on rank " + std::to_string(rank.rank) + ": " + e.what());
+  }
+}
+
+}  // namespace skrull::train

@@ -1,0 +1,99 @@
+// The training loop of one rank.
+//
+//   JobSpec -> ModelConfig (config.json) -> DecoderModel (weights or seeded
+//   init) -> Dataset (lengths indexed up front) -> Sampler
+//   per step s:
+//     global batch = Sampler.GlobalBatch(s); lengths -> scheduler::Schedule
+//     -> this rank's micro-batches (MicroBatchBuilder) -> forward / backward
+//     of LossSum / (label tokens of the whole global batch)
+//     -> gradient all-reduce (Collectives, once) -> clip -> AdamW at the
+//     scheduled LR -> metrics (metrics.jsonl, Prometheus) -> progress line
+//     -> checkpoint every checkpointEvery steps and at the end.
+//
+// Every rank computes the same plan from the same inputs; the step result
+// does not depend on how sequences are grouped into micro-batches. A resumed
+// run (resumeFrom) continues from the checkpoint's step with the same data
+// order, optimizer state and LR schedule, so its losses and weights match an
+// uninterrupted run's.
+//
+// Device and precision: CUDA (cuda:<local rank>) when resources.gpusPerProc
+// > 0 and a GPU is visible, else CPU. CPU runs train in float32 (a bf16 spec
+// is run in float32 on CPU, with a notice).
+//
+// Outputs under <outputDir>: checkpoints/ (checkpoint.h), metrics.jsonl
+// (rank 0; metrics-rank<r>.jsonl for other ranks), and summary.json
+// (train_summary.h) from single-process runs.
+#ifndef SKRULL_TRAINER_TRAIN_TRAINER_H_
+#define SKRULL_TRAINER_TRAIN_TRAINER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "api/job_spec.h"
+#include "common/status.h"
+#include "scheduler/plan.h"
+#include "trainer/train/collectives.h"
+#include "trainer/train/context_parallel.h"
+#include "trainer/train/train_summary.h"
+
+namespace skrull::train {
+
+// Who this process is in the job: rank = dp_rank * cp + cp_rank.
+struct RankContext {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;  // on this node; picks the GPU and the metrics port
+  int dp_rank = 0;
+  int cp_rank = 0;
+  std::string node;  // host / Kubernetes node name for metrics labels
+};
+
+// InvalidArgument when world_size differs from the job's nodes x
+// procsPerNode or rank is out of range.
+StatusOr<RankContext> MakeRankContext(const api::JobSpec& job, int rank, int world_size,
+                                      int local_rank);
+
+struct TrainerOptions {
+  // Stop after this many steps of this invocation (writing a checkpoint), as
+  // a preempted run would; 0 = run to spec.training.steps.
+  int64_t stop_after_steps = 0;
+  // "auto" (from resources.gpusPerProc and what is visible), "cpu", "cuda[:N]".
+  std::string device = "auto";
+  // Serve Prometheus /metrics on spec.metrics.port + local_rank.
+  bool serve_metrics = true;
+  // Where to write the summary JSON; "" = <outputDir>/summary.json.
+  std::string summary_path;
+  // Progress lines and notices (rank 0); nullptr = std::cerr.
+  std::ostream* log = nullptr;
+  // Polled between steps: a non-zero value (a signal number) makes every rank
+  // stop after the current step and write a checkpoint. May be null.
+  const std::atomic<int>* stop_signal = nullptr;
+  // Required when contextParallel > 1 (trainer/dist supplies it).
+  ContextParallelAttentionFactory cp_attention;
+  // Called on every step's plan after scheduling and before it runs: the
+  // runtime BucketSize guard (trainer/dist/runtime_guard.h) may move local
+  // sequences to distributed. Returns how many roll-backs it took (counted as
+  // `runtime`); an error stops training. Must give the same plan on every
+  // rank. May be empty.
+  std::function<StatusOr<int64_t>(scheduler::Plan* plan)> plan_guard;
+};
+
+// Trains rank `rank` of `job`. `collectives` connects the world group
+// (LocalCollectives for one process). Errors from the job's files (config,
+// weights, data, checkpoints) name the file and field; libtorch exceptions
+// are caught and returned as Internal. Writes the summary (options).
+StatusOr<TrainSummary> RunTrainer(const api::JobSpec& job, const RankContext& rank,
+                                  Collectives* collectives, const TrainerOptions& options = {});
+
+// Stable hash of the parts of a job that must not change across a resume
+// (model, data, parallelism, scheduler, optimizer; not steps, outputDir,
+// resumeFrom, logging or metrics). 16 hex digits.
+std::string JobSpecHash(const api::JobSpec& job);
+
+}  // namespace skrull::train
+
+#endif  // SKRULL_TRAINER_TRAIN_TRAINER_H_
