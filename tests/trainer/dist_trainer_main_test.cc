@@ -113,6 +113,14 @@ TEST_F(TrainerMainTest, LaunchesTheRanksTrainsAndAggregates) {
     EXPECT_TRUE(fs::exists(RankCommPath(out, r)));
   }
   EXPECT_EQ(j["ranks"][0]["summary"]["losses"], j["ranks"][1]["summary"]["losses"]);
+  // The trainer's summary fields are also at the top level.
+  for (const char* key :
+       {"steps", "initial_loss", "final_loss", "tokens", "mean_iteration_seconds",
+        "tokens_per_second", "policy", "dp", "cp", "peak_memory_bytes", "rollbacks"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["steps"], 3);
+  EXPECT_EQ(j["final_loss"], j["ranks"][0]["summary"]["final_loss"]);
   EXPECT_TRUE(fs::exists(out + "/checkpoints/latest"));
 }
 

@@ -85,6 +85,22 @@ std::string RunSummaryJson(const LaunchOptions& options, const LaunchResult& res
                      {"summary", summary}});
   }
   j["ranks"] = ranks;
+  // The trainer's summary contract (steps, initial_loss, final_loss, tokens,
+  // tokens_per_second, policy, dp, cp, rollbacks, ...) at the top level too,
+  // so a multi-process run reads like a single-process one. Every rank runs
+  // the same plan and all-reduced loss, so the lowest rank's values stand for
+  // the job; memory is per rank, so the peak is the maximum over ranks.
+  for (const auto& r : ranks) {
+    const json& summary = r["summary"];
+    if (!summary.is_object()) continue;
+    for (const auto& [key, value] : summary.items()) {
+      if (!j.contains(key)) j[key] = value;
+    }
+    break;
+  }
+  if (auto it = stats.find("peak_memory_bytes"); it != stats.end()) {
+    j["peak_memory_bytes"] = static_cast<int64_t>(it->second.max);
+  }
   json agg = json::object();
   for (const auto& [key, s] : stats) {
     agg[key] = {{"min", s.min},
