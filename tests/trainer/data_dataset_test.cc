@@ -195,8 +195,8 @@ TEST(Dataset, OverLengthErrorNamesLineLengthLimitAndOptions) {
   EXPECT_EQ(ds.status().code(), StatusCode::kFailedPrecondition);
   const std::string& m = ds.status().message();
   EXPECT_HAS(m,
-             "2 samples are longer than spec.data.maxLengthTokens = 4 tokens (longest 8); set "
-             "spec.data.onOverLength: truncate or skip, or raise spec.data.maxLengthTokens");
+             "2 samples are longer than spec.data.maxLength = 4 tokens (longest 8); set "
+             "spec.data.onOverLength: truncate or skip, or raise spec.data.maxLength");
   EXPECT_HAS(m, o.path + ":2: sample is 5 tokens, over the limit of 4");
   EXPECT_HAS(m, o.path + ":3: sample is 8 tokens, over the limit of 4");
 }
@@ -314,7 +314,7 @@ TEST(Dataset, DirectoryAndBadOptionsAreRejected) {
   auto st = Dataset::Open(bad);
   ASSERT_FALSE(st.ok());
   EXPECT_HAS(st.status().message(), "spec.data.path: is empty");
-  EXPECT_HAS(st.status().message(), "spec.data.maxLengthTokens: must be >= 0");
+  EXPECT_HAS(st.status().message(), "spec.data.maxLength: must be >= 0");
 }
 
 TEST(Dataset, GetNoticesAFileChangedAfterIndexing) {

@@ -37,11 +37,11 @@ Status ValidateOptions(const DatasetOptions& o) {
   std::vector<std::string> problems;
   if (o.path.empty()) problems.push_back("spec.data.path: is empty; name a .jsonl file");
   if (o.max_length_tokens < 0) {
-    problems.push_back("spec.data.maxLengthTokens: must be >= 0 (0 = no limit), got " +
+    problems.push_back("spec.data.maxLength: must be >= 0 (0 = no limit), got " +
                        std::to_string(o.max_length_tokens));
   }
   if (o.max_length_tokens > std::numeric_limits<int32_t>::max()) {
-    problems.push_back("spec.data.maxLengthTokens: must be < 2^31, got " +
+    problems.push_back("spec.data.maxLength: must be < 2^31, got " +
                        std::to_string(o.max_length_tokens));
   }
   if (o.vocab_size < 0) {
@@ -187,7 +187,7 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
     }
     if (tokens > std::numeric_limits<int32_t>::max()) {
       malformed.Add(where + ": sample has " + std::to_string(tokens) +
-                    " tokens, over 2^31; set spec.data.maxLengthTokens");
+                    " tokens, over 2^31; set spec.data.maxLength");
       continue;
     }
     Entry e;
@@ -213,10 +213,10 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
     if (over_length.count() > 0) {
       if (malformed.count() > 0) msg += "\n";
       msg += " " + Plural(over_length.count(), "sample is", "samples are") + " longer than " +
-             "spec.data.maxLengthTokens = " + std::to_string(max_len) + " tokens (longest " +
+             "spec.data.maxLength = " + std::to_string(max_len) + " tokens (longest " +
              std::to_string(longest_over) +
              "); set spec.data.onOverLength: truncate or skip, or raise "
-             "spec.data.maxLengthTokens:";
+             "spec.data.maxLength:";
       over_length.AppendTo(&msg);
     }
     return malformed.count() > 0 ? InvalidArgumentError(msg) : FailedPreconditionError(msg);
