@@ -9,6 +9,7 @@
 #endif
 
 #include <chrono>
+#include <csignal>
 #include <sstream>
 
 namespace skrull::dist {
@@ -106,6 +107,9 @@ StatusOr<Group> MakeGroup(const std::string& name, const std::vector<int>& membe
 
 StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::Create(const RankLayout& layout,
                                                                const RendezvousOptions& options) {
+  // A peer that dies closes its sockets; writing to them must surface as a
+  // c10d error naming the operation, not kill this rank with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   const std::string where = options.master_addr + ":" + std::to_string(options.master_port);
   const double seconds = std::chrono::duration<double>(options.timeout).count();
   if (options.master_port <= 0 || options.master_port > 65535) {

@@ -91,6 +91,8 @@ class ProcessGroups {
   // Connects to (rank 0: serves) the TCPStore and builds the groups.
   // Unavailable when the store cannot be reached in time; the message names
   // the address, port, rank and world size.
+  // Side effect: sets SIGPIPE to ignored for the process, so a dead peer is
+  // reported as an error from the collective rather than killing this rank.
   static StatusOr<std::unique_ptr<ProcessGroups>> Create(const RankLayout& layout,
                                                          const RendezvousOptions& options);
   // Builds the groups over an existing store (tests).
