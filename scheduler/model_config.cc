@@ -122,14 +122,21 @@ void Validate(const ModelConfig& c, FieldErrors* errors) {
                                            std::to_string(c.num_attention_heads) + " heads, got " +
                                            std::to_string(c.num_key_value_heads) + ")");
   }
-  if (c.rms_norm_eps <= 0) errors->Add("rms_norm_eps", "must be > 0");
-  if (c.rope_theta <= 0) errors->Add("rope_theta", "must be > 0");
+  // Negated so NaN fails too.
+  if (!(c.rms_norm_eps > 0)) errors->Add("rms_norm_eps", "must be > 0");
+  if (!(c.rope_theta > 0)) errors->Add("rope_theta", "must be > 0");
   if (c.model_type != "llama" && c.model_type != "qwen2") {
     errors->Add("model_type", "must be \"llama\" or \"qwen2\" (got \"" + c.model_type + "\")");
   }
 }
 
 }  // namespace
+
+Status ValidateModelConfig(const ModelConfig& config, const std::string& origin) {
+  FieldErrors errors(origin);
+  Validate(config, &errors);
+  return errors.empty() ? OkStatus() : errors.ToStatus();
+}
 
 int64_t ModelConfig::NumParameters() const {
   const int64_t h = hidden_size;

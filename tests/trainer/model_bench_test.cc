@@ -24,6 +24,7 @@ scheduler::ModelConfig Qwen05B() {
   c.head_dim = 64;
   c.intermediate_size = 4864;
   c.vocab_size = 151936;
+  c.max_position_embeddings = 32768;
   c.rope_theta = 1000000.0;
   c.attention_bias = true;
   c.tie_word_embeddings = true;
@@ -40,6 +41,7 @@ scheduler::ModelConfig Tiny() {
   c.head_dim = 16;
   c.intermediate_size = 176;
   c.vocab_size = 256;
+  c.max_position_embeddings = 65536;
   c.attention_bias = true;
   c.tie_word_embeddings = true;
   return c;

@@ -52,6 +52,7 @@ TEST_F(ModelGpu, Bf16ModelLossMatchesCpuFloat32) {
   c.head_dim = 32;
   c.intermediate_size = 256;
   c.vocab_size = 300;
+  c.max_position_embeddings = 4096;
   c.attention_bias = true;
   c.tie_word_embeddings = true;
   ModelOptions cpu_opts;

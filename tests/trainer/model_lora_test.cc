@@ -26,6 +26,7 @@ scheduler::ModelConfig LoraConfig() {
   c.head_dim = 4;
   c.intermediate_size = 24;
   c.vocab_size = 29;
+  c.max_position_embeddings = 1024;
   c.tie_word_embeddings = false;
   return c;
 }

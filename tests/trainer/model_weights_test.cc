@@ -28,6 +28,7 @@ scheduler::ModelConfig SmallConfig(bool tied) {
   c.head_dim = 8;
   c.intermediate_size = 24;
   c.vocab_size = 37;
+  c.max_position_embeddings = 1024;
   c.attention_bias = true;
   c.tie_word_embeddings = tied;
   return c;

@@ -3,11 +3,12 @@
 // attention call (cp_attention.cc: local spans overlap the K/V all-gather in
 // forward and the dK/dV reduce-scatter in backward).
 //
-// Same math and blocking as model::CausalAttention (attention.h), which only
-// exposes the autograd form: float32 compute, a float32 log-sum-exp per
-// (query row, head) saved by forward, probabilities recomputed per block in
-// backward; GQA by grouping query heads per K/V head. Spans use
-// model::AttentionSpan: query i of a span sees key j iff j <= i + causal_offset.
+// The math is model::CausalAttentionForward/Backward (attention.h) with
+// blocks of exactly `block_rows` query rows: float32 compute, a float32
+// log-sum-exp per (query row, head) saved by forward, probabilities
+// recomputed per block in backward; GQA by grouping query heads per K/V head.
+// Spans use model::AttentionSpan: query i of a span sees key j iff
+// j <= i + causal_offset.
 //
 // Thread safety: pure functions; tensors must not be shared with writers.
 #ifndef SKRULL_TRAINER_DIST_SPAN_ATTENTION_H_

@@ -96,6 +96,23 @@ at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
                            const std::vector<AttentionSpan>& spans, double scale,
                            int64_t block_rows = 512, int64_t max_block_elements = 1 << 25);
 
+// CausalAttention's two passes without autograd, for callers that interleave
+// other work (trainer/dist overlaps the CP exchange with local spans).
+// Forward writes the rows of every span into out (float32 [Tq, Hq, D]) and
+// lse (float32 [Tq, Hq], the log-sum-exp backward needs). Backward, given
+// forward's out and lse and the output gradient dout, writes the dq rows of
+// every span and ADDS the key/value gradients into dk, dv (float32, k's
+// shape). Same REQUIREMENTS as CausalAttention (unchecked here).
+void CausalAttentionForward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const std::vector<AttentionSpan>& spans, double scale,
+                            int64_t block_rows, int64_t max_block_elements, at::Tensor& out,
+                            at::Tensor& lse);
+void CausalAttentionBackward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& out, const at::Tensor& lse, const at::Tensor& dout,
+                             const std::vector<AttentionSpan>& spans, double scale,
+                             int64_t block_rows, int64_t max_block_elements, at::Tensor& dq,
+                             at::Tensor& dk, at::Tensor& dv);
+
 struct ChunkedAttentionOptions {
   // Query rows per block (at most).
   int64_t block_rows = 512;

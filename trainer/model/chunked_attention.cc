@@ -86,9 +86,17 @@ void ForEachBlock(const AttentionSpan& span, int64_t block_rows, Fn&& fn) {
   }
 }
 
-AttentionSpan SpanAt(const std::vector<int64_t>& flat, size_t i) {
-  const int64_t* p = flat.data() + i * kSpanFields;
-  return AttentionSpan{p[0], p[1], p[2], p[3], p[4]};
+std::vector<AttentionSpan> Unflatten(const std::vector<int64_t>& flat) {
+  std::vector<AttentionSpan> spans;
+  for (size_t i = 0; i + kSpanFields <= flat.size(); i += kSpanFields) {
+    spans.push_back({flat[i], flat[i + 1], flat[i + 2], flat[i + 3], flat[i + 4]});
+  }
+  return spans;
+}
+
+// [L, Hkv, D] key rows of a span -> float [Hkv, L, D], contiguous.
+at::Tensor GroupedKeys(const at::Tensor& x, const AttentionSpan& span) {
+  return x.narrow(0, span.k_begin, span.k_len).to(at::kFloat).permute({1, 0, 2}).contiguous();
 }
 
 class CausalAttentionFunction : public torch::autograd::Function<CausalAttentionFunction> {
@@ -96,29 +104,9 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
                             const at::Tensor& v, std::vector<int64_t> spans, double scale,
                             int64_t block_rows, int64_t max_elements) {
-    const int64_t hkv = k.size(1);
     at::Tensor out = at::zeros(q.sizes(), q.options().dtype(at::kFloat));
     at::Tensor lse = at::zeros({q.size(0), q.size(1)}, q.options().dtype(at::kFloat));
-    for (size_t si = 0; si * kSpanFields < spans.size(); ++si) {
-      const AttentionSpan span = SpanAt(spans, si);
-      if (span.q_len == 0) continue;
-      at::Tensor kg = k.narrow(0, span.k_begin, span.k_len).to(at::kFloat).permute({1, 0, 2});
-      at::Tensor vg = v.narrow(0, span.k_begin, span.k_len).to(at::kFloat).permute({1, 0, 2});
-      kg = kg.contiguous();
-      vg = vg.contiguous();
-      const int64_t rows = RowsPerBlock(span, q.size(1), block_rows, max_elements);
-      ForEachBlock(span, rows, [&](const Block& blk) {
-        at::Tensor qg = ToGrouped(q.narrow(0, span.q_begin + blk.row0, blk.rows), hkv);
-        at::Tensor s = BlockScores(qg, kg, blk, span.causal_offset, scale);
-        at::Tensor m = s.logsumexp(-1, /*keepdim=*/true);  // [Hkv, G*rows, 1]
-        at::Tensor p = s.sub_(m).exp_();
-        at::Tensor o = at::bmm(p, vg.narrow(1, 0, blk.visible));
-        out.narrow(0, span.q_begin + blk.row0, blk.rows).copy_(FromGrouped(o, blk.rows));
-        const int64_t g = qg.size(1) / blk.rows;
-        lse.narrow(0, span.q_begin + blk.row0, blk.rows)
-            .copy_(m.reshape({hkv, g, blk.rows}).permute({2, 0, 1}).reshape({blk.rows, hkv * g}));
-      });
-    }
+    CausalAttentionForward(q, k, v, Unflatten(spans), scale, block_rows, max_elements, out, lse);
     at::Tensor result = out.to(q.scalar_type());
     ctx->save_for_backward({q, k, v, out, lse});
     ctx->saved_data["spans"] = spans;
@@ -133,48 +121,13 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     const at::Tensor& q = saved[0];
     const at::Tensor& k = saved[1];
     const at::Tensor& v = saved[2];
-    const at::Tensor& out = saved[3];
-    const at::Tensor& lse = saved[4];
-    const std::vector<int64_t> spans = ctx->saved_data["spans"].toIntVector();
-    const double scale = ctx->saved_data["scale"].toDouble();
-    const int64_t block_rows = ctx->saved_data["block_rows"].toInt();
-    const int64_t max_elements = ctx->saved_data["max_elements"].toInt();
-    const at::Tensor dout = grad_outputs[0];
-    const int64_t hkv = k.size(1);
-
     at::Tensor dq = at::zeros(q.sizes(), q.options().dtype(at::kFloat));
     at::Tensor dk = at::zeros(k.sizes(), k.options().dtype(at::kFloat));
     at::Tensor dv = at::zeros(v.sizes(), v.options().dtype(at::kFloat));
-    for (size_t si = 0; si * kSpanFields < spans.size(); ++si) {
-      const AttentionSpan span = SpanAt(spans, si);
-      if (span.q_len == 0) continue;
-      at::Tensor kg = k.narrow(0, span.k_begin, span.k_len).to(at::kFloat).permute({1, 0, 2});
-      at::Tensor vg = v.narrow(0, span.k_begin, span.k_len).to(at::kFloat).permute({1, 0, 2});
-      kg = kg.contiguous();
-      vg = vg.contiguous();
-      at::Tensor dkg = at::zeros_like(kg);
-      at::Tensor dvg = at::zeros_like(vg);
-      const int64_t rows = RowsPerBlock(span, q.size(1), block_rows, max_elements);
-      ForEachBlock(span, rows, [&](const Block& blk) {
-        const int64_t row = span.q_begin + blk.row0;
-        at::Tensor qg = ToGrouped(q.narrow(0, row, blk.rows), hkv);
-        at::Tensor dog = ToGrouped(dout.narrow(0, row, blk.rows), hkv);
-        at::Tensor og = ToGrouped(out.narrow(0, row, blk.rows), hkv);
-        at::Tensor m = LseToGrouped(lse.narrow(0, row, blk.rows), hkv);
-        at::Tensor s = BlockScores(qg, kg, blk, span.causal_offset, scale);
-        at::Tensor p = s.sub_(m).exp_();  // [Hkv, G*rows, visible]
-        at::Tensor keys = kg.narrow(1, 0, blk.visible);
-        at::Tensor values = vg.narrow(1, 0, blk.visible);
-        dvg.narrow(1, 0, blk.visible).add_(at::bmm(p.transpose(1, 2), dog));
-        at::Tensor dp = at::bmm(dog, values.transpose(1, 2));
-        at::Tensor delta = (dog * og).sum(-1, /*keepdim=*/true);
-        at::Tensor ds = p.mul_(dp.sub_(delta)).mul_(scale);
-        dq.narrow(0, row, blk.rows).copy_(FromGrouped(at::bmm(ds, keys), blk.rows));
-        dkg.narrow(1, 0, blk.visible).add_(at::bmm(ds.transpose(1, 2), qg));
-      });
-      dk.narrow(0, span.k_begin, span.k_len).add_(dkg.permute({1, 0, 2}));
-      dv.narrow(0, span.k_begin, span.k_len).add_(dvg.permute({1, 0, 2}));
-    }
+    CausalAttentionBackward(
+        q, k, v, /*out=*/saved[3], /*lse=*/saved[4], grad_outputs[0],
+        Unflatten(ctx->saved_data["spans"].toIntVector()), ctx->saved_data["scale"].toDouble(),
+        ctx->saved_data["block_rows"].toInt(), ctx->saved_data["max_elements"].toInt(), dq, dk, dv);
     return {dq.to(q.scalar_type()),
             dk.to(k.scalar_type()),
             dv.to(v.scalar_type()),
@@ -186,6 +139,65 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
 };
 
 }  // namespace
+
+void CausalAttentionForward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const std::vector<AttentionSpan>& spans, double scale,
+                            int64_t block_rows, int64_t max_block_elements, at::Tensor& out,
+                            at::Tensor& lse) {
+  const int64_t hkv = k.size(1);
+  for (const AttentionSpan& span : spans) {
+    if (span.q_len == 0) continue;
+    at::Tensor kg = GroupedKeys(k, span);
+    at::Tensor vg = GroupedKeys(v, span);
+    const int64_t rows = RowsPerBlock(span, q.size(1), block_rows, max_block_elements);
+    ForEachBlock(span, rows, [&](const Block& blk) {
+      at::Tensor qg = ToGrouped(q.narrow(0, span.q_begin + blk.row0, blk.rows), hkv);
+      at::Tensor s = BlockScores(qg, kg, blk, span.causal_offset, scale);
+      at::Tensor m = s.logsumexp(-1, /*keepdim=*/true);  // [Hkv, G*rows, 1]
+      at::Tensor p = s.sub_(m).exp_();
+      at::Tensor o = at::bmm(p, vg.narrow(1, 0, blk.visible));
+      out.narrow(0, span.q_begin + blk.row0, blk.rows).copy_(FromGrouped(o, blk.rows));
+      const int64_t g = qg.size(1) / blk.rows;
+      lse.narrow(0, span.q_begin + blk.row0, blk.rows)
+          .copy_(m.reshape({hkv, g, blk.rows}).permute({2, 0, 1}).reshape({blk.rows, hkv * g}));
+    });
+  }
+}
+
+void CausalAttentionBackward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& out, const at::Tensor& lse, const at::Tensor& dout,
+                             const std::vector<AttentionSpan>& spans, double scale,
+                             int64_t block_rows, int64_t max_block_elements, at::Tensor& dq,
+                             at::Tensor& dk, at::Tensor& dv) {
+  const int64_t hkv = k.size(1);
+  for (const AttentionSpan& span : spans) {
+    if (span.q_len == 0) continue;
+    at::Tensor kg = GroupedKeys(k, span);
+    at::Tensor vg = GroupedKeys(v, span);
+    at::Tensor dkg = at::zeros_like(kg);
+    at::Tensor dvg = at::zeros_like(vg);
+    const int64_t rows = RowsPerBlock(span, q.size(1), block_rows, max_block_elements);
+    ForEachBlock(span, rows, [&](const Block& blk) {
+      const int64_t row = span.q_begin + blk.row0;
+      at::Tensor qg = ToGrouped(q.narrow(0, row, blk.rows), hkv);
+      at::Tensor dog = ToGrouped(dout.narrow(0, row, blk.rows), hkv);
+      at::Tensor og = ToGrouped(out.narrow(0, row, blk.rows), hkv);
+      at::Tensor m = LseToGrouped(lse.narrow(0, row, blk.rows), hkv);
+      at::Tensor s = BlockScores(qg, kg, blk, span.causal_offset, scale);
+      at::Tensor p = s.sub_(m).exp_();  // [Hkv, G*rows, visible]
+      at::Tensor keys = kg.narrow(1, 0, blk.visible);
+      at::Tensor values = vg.narrow(1, 0, blk.visible);
+      dvg.narrow(1, 0, blk.visible).add_(at::bmm(p.transpose(1, 2), dog));
+      at::Tensor dp = at::bmm(dog, values.transpose(1, 2));
+      at::Tensor delta = (dog * og).sum(-1, /*keepdim=*/true);
+      at::Tensor ds = p.mul_(dp.sub_(delta)).mul_(scale);
+      dq.narrow(0, row, blk.rows).copy_(FromGrouped(at::bmm(ds, keys), blk.rows));
+      dkg.narrow(1, 0, blk.visible).add_(at::bmm(ds.transpose(1, 2), qg));
+    });
+    dk.narrow(0, span.k_begin, span.k_len).add_(dkg.permute({1, 0, 2}));
+    dv.narrow(0, span.k_begin, span.k_len).add_(dvg.permute({1, 0, 2}));
+  }
+}
 
 at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const std::vector<AttentionSpan>& spans, double scale,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "trainer/data/rng.h"
 #include "trainer/model/chunked_loss.h"
 #include "trainer/model/model.h"
 #include "trainer/model/recompute.h"
@@ -27,43 +28,17 @@ struct DecoderModel::Layer {
 
 namespace {
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // A seed for one tensor: independent of creation order and device.
 uint64_t TensorSeed(uint64_t seed, const std::string& name) {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
   for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
-  return SplitMix64(seed ^ SplitMix64(h));
+  return data::SplitMix64(seed ^ data::SplitMix64(h).Next()).Next();
 }
 
-Status ValidateConfig(const scheduler::ModelConfig& c, const ModelOptions& o) {
+// The architecture is checked by scheduler::ValidateModelConfig; these are the
+// options this model adds.
+Status ValidateOptions(const ModelOptions& o) {
   std::vector<std::string> errors;
-  auto positive = [&](const char* field, int64_t v) {
-    if (v <= 0)
-      errors.push_back(std::string(field) + ": must be > 0 (got " + std::to_string(v) + ")");
-  };
-  positive("hidden_size", c.hidden_size);
-  positive("num_hidden_layers", c.num_hidden_layers);
-  positive("num_attention_heads", c.num_attention_heads);
-  positive("num_key_value_heads", c.num_key_value_heads);
-  positive("head_dim", c.head_dim);
-  positive("intermediate_size", c.intermediate_size);
-  positive("vocab_size", c.vocab_size);
-  if (c.num_attention_heads > 0 && c.num_key_value_heads > 0 &&
-      c.num_attention_heads % c.num_key_value_heads != 0) {
-    errors.push_back("num_key_value_heads: must divide num_attention_heads (" +
-                     std::to_string(c.num_key_value_heads) + " vs " +
-                     std::to_string(c.num_attention_heads) + ")");
-  }
-  if (!(c.rms_norm_eps > 0)) errors.push_back("rms_norm_eps: must be > 0");
-  if (c.model_type != "llama" && c.model_type != "qwen2") {
-    errors.push_back("model_type: must be \"llama\" or \"qwen2\" (got \"" + c.model_type + "\")");
-  }
   if (o.dtype != c10::kFloat && o.dtype != c10::kBFloat16 && o.dtype != c10::kHalf) {
     errors.push_back("dtype: must be float32, bfloat16 or float16 (got " +
                      compat::DtypeName(o.dtype) + ")");
@@ -73,7 +48,7 @@ Status ValidateConfig(const scheduler::ModelConfig& c, const ModelOptions& o) {
   Status lora = ValidateLoraOptions(o.lora);
   if (!lora.ok()) errors.push_back(lora.message());
   if (errors.empty()) return OkStatus();
-  std::string msg = "model config: " + errors[0];
+  std::string msg = "model options: " + errors[0];
   for (size_t i = 1; i < errors.size(); ++i) msg += "; " + errors[i];
   return InvalidArgumentError(msg);
 }
@@ -82,7 +57,8 @@ Status ValidateConfig(const scheduler::ModelConfig& c, const ModelOptions& o) {
 
 StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Create(const scheduler::ModelConfig& config,
                                                              const ModelOptions& options) {
-  SKRULL_RETURN_IF_ERROR(ValidateConfig(config, options));
+  SKRULL_RETURN_IF_ERROR(scheduler::ValidateModelConfig(config, "model config"));
+  SKRULL_RETURN_IF_ERROR(ValidateOptions(options));
   auto rope = RotaryEmbedding::Create(config);
   if (!rope.ok()) return rope.status().WithContext("model config");
   std::unique_ptr<DecoderModel> model(new DecoderModel(config, options, std::move(rope).value()));
