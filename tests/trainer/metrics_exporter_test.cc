@@ -324,9 +324,30 @@ TEST(TrainerMetrics, EphemeralPortServesTheSameExpositionOverHttp) {
   StatusOr<testing::HttpResponse> r = testing::HttpGet("127.0.0.1", m->port(), "/metrics");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 200);
-  EXPECT_NE(r->headers.find("text/plain"), std::string::npos) << r->headers;
-  EXPECT_NE(r->body.find(m->Exposition()), std::string::npos)
-      << "the served page holds our families (plus prometheus-cpp's exposer_* series)";
+  EXPECT_NE(r->headers.find("Content-Type: text/plain; version=0.0.4"), std::string::npos)
+      << r->headers;
+  EXPECT_EQ(r->body, m->Exposition());
+}
+
+TEST(TrainerMetrics, OtherPathsAre404AndOtherMethods405) {
+  MetricsOptions o = TestMetricsOptions();
+  o.port = kEphemeralPort;
+  auto m = MakeMetrics(o);
+  StatusOr<testing::HttpResponse> r = testing::HttpGet("127.0.0.1", m->port(), "/");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 404);
+  r = testing::HttpGet("127.0.0.1", m->port(), "/metrics?name[]=x");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200) << "a query string is ignored";
+}
+
+TEST(TrainerMetrics, EmptyNodeBecomesTheHostName) {
+  MetricsOptions o = TestMetricsOptions();
+  o.node = "";
+  auto m = MakeMetrics(o);
+  EXPECT_FALSE(m->options().node.empty());
+  EXPECT_EQ(m->Exposition().find("node=\"\""), std::string::npos)
+      << "Prometheus drops an empty label: node must have a value";
 }
 
 TEST(TrainerMetrics, PortInUseIsUnavailableAndNamesTheAddress) {

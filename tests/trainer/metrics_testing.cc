@@ -1,10 +1,8 @@
 #include "tests/trainer/metrics_testing.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,8 +15,6 @@
 
 #include "common/file_util.h"
 #include "tests/trainer/prometheus_harness.h"
-
-extern char** environ;
 
 namespace skrull::testing {
 
@@ -163,23 +159,13 @@ StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   ::close(out_fd);
 
   std::vector<std::string> args = argv;
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(
-      &actions, STDIN_FILENO, stdin_path.empty() ? "/dev/null" : stdin_path.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_tmpl.c_str(), O_WRONLY | O_TRUNC,
-                                   0);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, binary.c_str(), &actions, nullptr, cargs.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
+  args[0] = binary;
+  StatusOr<pid_t> spawned = SpawnProcess(args, stdin_path, out_tmpl);
+  if (!spawned.ok()) {
     ::unlink(out_tmpl.c_str());
-    return UnavailableError(binary + ": spawn: " + std::strerror(rc));
+    return spawned.status();
   }
+  const pid_t pid = *spawned;
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }

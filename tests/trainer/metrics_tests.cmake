@@ -6,6 +6,7 @@
 #                            promtool check rules on the recording rules
 #   metrics_prometheus_test  integration: a real Prometheus scrapes two ranks and
 #                            evaluates every dashboard panel and recording rule
+#   metrics_live_job_test    integration: the same against a real 2-rank skrull-trainer job
 set(_metrics_tests_dir ${CMAKE_CURRENT_LIST_DIR})
 
 skrull_library(skrull_prometheus_harness
@@ -37,3 +38,16 @@ skrull_test(metrics_prometheus_test
   DEPS skrull_metrics_testing
   LABELS integration
   TIMEOUT 120)
+
+# The dashboard against a real job: skrull-trainer --job launches a 2-rank
+# DP1 x CP2 CPU job, promtool checks each rank's live /metrics, a real
+# Prometheus scrapes both, and every panel query and recording rule must
+# return data over the run. Runs the trainer binary, so only with the trainer.
+if(SKRULL_BUILD_TRAINER)
+  skrull_test(metrics_live_job_test
+    SOURCES ${_metrics_tests_dir}/metrics_live_job_test.cc
+    DEPS skrull_metrics_testing
+    LABELS integration
+    TIMEOUT 600)
+  add_dependencies(metrics_live_job_test skrull-trainer skrull-make-data)
+endif()

@@ -11,9 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -178,6 +180,27 @@ StatusOr<int> PickFreeLoopbackPort() {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
+StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv, const std::string& stdin_path,
+                             const std::string& output_path, bool append) {
+  if (argv.empty()) return InvalidArgumentError("SpawnProcess: empty argv");
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(
+      &actions, STDIN_FILENO, stdin_path.empty() ? "/dev/null" : stdin_path.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output_path.c_str(),
+                                   O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, args[0].c_str(), &actions, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return UnavailableError(args[0] + ": spawn: " + std::strerror(rc));
+  return pid;
+}
+
 std::string FindOnPath(const std::string& name) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
   const char* path = std::getenv("PATH");
@@ -207,11 +230,13 @@ StatusOr<std::unique_ptr<PrometheusHarness>> PrometheusHarness::Start(Options op
   h->log_path_ = h->dir_ + "/prometheus.log";
 
   std::ostringstream config;
+  // Prometheus durations are integers with a unit: "500ms", not "0.5s".
+  const long interval_ms = std::max(1L, std::lround(options.scrape_interval_seconds * 1000));
   config << "# Written by tests/trainer/prometheus_harness.cc\n"
          << "global:\n"
-         << "  scrape_interval: " << options.scrape_interval_seconds << "s\n"
-         << "  scrape_timeout: " << options.scrape_interval_seconds << "s\n"
-         << "  evaluation_interval: " << options.scrape_interval_seconds << "s\n";
+         << "  scrape_interval: " << interval_ms << "ms\n"
+         << "  scrape_timeout: " << interval_ms << "ms\n"
+         << "  evaluation_interval: " << interval_ms << "ms\n";
   if (!options.rule_files.empty()) {
     config << "rule_files:\n";
     for (const auto& f : options.rule_files) config << "  - " << nlohmann::json(f).dump() << "\n";
@@ -241,21 +266,9 @@ StatusOr<std::unique_ptr<PrometheusHarness>> PrometheusHarness::Start(Options op
         "--web.listen-address=127.0.0.1:" + std::to_string(h->port_),
         "--log.level=info",
     };
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, h->log_path_.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    int rc = posix_spawn(&h->pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      h->pid_ = -1;
-      return UnavailableError("prometheus: spawn " + binary + ": " + std::strerror(rc));
-    }
+    StatusOr<pid_t> pid = SpawnProcess(args, "", h->log_path_, /*append=*/true);
+    if (!pid.ok()) return UnavailableError("prometheus: " + pid.status().message());
+    h->pid_ = *pid;
 
     bool exited = false;
     while (SecondsLeft(deadline) > 0) {
@@ -304,9 +317,13 @@ void PrometheusHarness::Stop() {
   pid_ = -1;
 }
 
-StatusOr<nlohmann::json> PrometheusHarness::Query(const std::string& promql) {
-  SKRULL_ASSIGN_OR_RETURN(
-      HttpResponse r, HttpGet("127.0.0.1", port_, "/api/v1/query?query=" + UrlEncode(promql), 10));
+StatusOr<nlohmann::json> PrometheusHarness::Query(const std::string& promql,
+                                                  double time_unix_seconds) {
+  std::ostringstream target;
+  target.precision(17);
+  target << "/api/v1/query?query=" << UrlEncode(promql);
+  if (time_unix_seconds > 0) target << "&time=" << time_unix_seconds;
+  SKRULL_ASSIGN_OR_RETURN(HttpResponse r, HttpGet("127.0.0.1", port_, target.str(), 10));
   nlohmann::json j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return UnavailableError("prometheus query " + promql + ": HTTP " + std::to_string(r.status) +
@@ -315,6 +332,28 @@ StatusOr<nlohmann::json> PrometheusHarness::Query(const std::string& promql) {
   if (j.value("status", "") != "success") {
     return InvalidArgumentError("prometheus query " + promql + ": " + j.value("errorType", "?") +
                                 ": " + j.value("error", "?"));
+  }
+  return j["data"];
+}
+
+StatusOr<nlohmann::json> PrometheusHarness::QueryRange(const std::string& promql,
+                                                       double start_unix_seconds,
+                                                       double end_unix_seconds,
+                                                       double step_seconds) {
+  std::ostringstream target;
+  target.precision(17);
+  target << "/api/v1/query_range?query=" << UrlEncode(promql) << "&start=" << start_unix_seconds
+         << "&end=" << end_unix_seconds << "&step=" << step_seconds;
+  SKRULL_ASSIGN_OR_RETURN(HttpResponse r, HttpGet("127.0.0.1", port_, target.str(), 30));
+  nlohmann::json j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return UnavailableError("prometheus range query " + promql + ": HTTP " +
+                            std::to_string(r.status) +
+                            " with a body that is not JSON: " + r.body.substr(0, 300));
+  }
+  if (j.value("status", "") != "success") {
+    return InvalidArgumentError("prometheus range query " + promql + ": " +
+                                j.value("errorType", "?") + ": " + j.value("error", "?"));
   }
   return j["data"];
 }

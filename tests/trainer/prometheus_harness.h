@@ -1,7 +1,7 @@
 // Test support: a real Prometheus server (the Debian `prometheus` binary) on
 // loopback, scraping given targets, plus a minimal HTTP/1.0 client to query
-// it. Used by the metrics integration tests and, later, by the 2-rank trainer
-// integration test. Loopback only; every wait is bounded.
+// it. Used by the metrics integration tests, including the live 2-rank
+// trainer job (metrics_live_job_test). Loopback only; every wait is bounded.
 //
 //   PrometheusHarness::Options o;
 //   o.targets = {"127.0.0.1:" + std::to_string(metrics->port())};
@@ -48,14 +48,22 @@ StatusOr<int> PickFreeLoopbackPort();
 // Absolute path of `name` on $PATH, or "" if not found.
 std::string FindOnPath(const std::string& name);
 
+// Starts argv[0] (a path) with this environment, stdin from `stdin_path`
+// ("" = /dev/null) and stdout + stderr to `output_path` (created; truncated,
+// or appended to when `append`). Returns the child's pid; the caller waits
+// for it. Unavailable when the spawn fails.
+StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv, const std::string& stdin_path,
+                             const std::string& output_path, bool append = false);
+
 class PrometheusHarness {
  public:
   struct Options {
     std::vector<std::string> targets;     // "127.0.0.1:<port>", scraped at /metrics
     std::vector<std::string> rule_files;  // absolute paths of rule files to load
-    double scrape_interval_seconds = 1;   // also the rule evaluation interval
-    std::string binary = "prometheus";    // looked up on $PATH unless it has a '/'
-    double start_timeout_seconds = 30;    // until /-/ready answers 200
+    // Also the rule evaluation interval; written in whole milliseconds.
+    double scrape_interval_seconds = 1;
+    std::string binary = "prometheus";  // looked up on $PATH unless it has a '/'
+    double start_timeout_seconds = 30;  // until /-/ready answers 200
   };
 
   // Writes prometheus.yml into a fresh temp dir, starts Prometheus on a free
@@ -69,10 +77,18 @@ class PrometheusHarness {
   PrometheusHarness& operator=(const PrometheusHarness&) = delete;
   ~PrometheusHarness();  // Stop() and remove the temp dir
 
-  // Instant query at "now" through /api/v1/query. Returns the "data" object
-  // ({"resultType": ..., "result": ...}). InvalidArgument carries
-  // Prometheus's error for a query that does not parse or evaluate.
-  StatusOr<nlohmann::json> Query(const std::string& promql);
+  // Instant query through /api/v1/query, at `time_unix_seconds` (0: now).
+  // Returns the "data" object ({"resultType": ..., "result": ...}).
+  // InvalidArgument carries Prometheus's error for a query that does not
+  // parse or evaluate.
+  StatusOr<nlohmann::json> Query(const std::string& promql, double time_unix_seconds = 0);
+
+  // Range query through /api/v1/query_range over [start, end] (Unix
+  // seconds) every `step_seconds`, as a Grafana time-series panel asks.
+  // Returns the "data" object ({"resultType": "matrix", "result": [...]});
+  // errors as for Query.
+  StatusOr<nlohmann::json> QueryRange(const std::string& promql, double start_unix_seconds,
+                                      double end_unix_seconds, double step_seconds);
 
   // Repeats Query until its result is non-empty or `timeout_seconds` pass;
   // returns the last data object either way (check data["result"]), or the

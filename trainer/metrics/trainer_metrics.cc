@@ -1,10 +1,11 @@
 #include "trainer/metrics/trainer_metrics.h"
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "trainer/metrics/metric_names.h"
+#include "trainer/metrics/metrics_http_server.h"
 #include "trainer/metrics/pushgateway.h"
 #include "trainer/metrics/snapshot_collectable.h"
 
@@ -51,11 +53,11 @@ double SystemNowUnixSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// civetweb wants "[::]:9464" for IPv6.
-std::string ListeningAddress(const std::string& bind_address, int port) {
-  std::string host = bind_address;
-  if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
-  return host + ":" + std::to_string(port == kEphemeralPort ? 0 : port);
+// gethostname(), or "unknown" when it fails or is empty.
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown";
+  return name;
 }
 
 }  // namespace
@@ -108,8 +110,7 @@ struct TrainerMetrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   std::shared_ptr<SnapshotCollectable> collectable =
       std::make_shared<SnapshotCollectable>(registry);
-  std::unique_ptr<prometheus::Exposer> exposer;  // null when not serving
-  int bound_port = 0;
+  std::unique_ptr<MetricsHttpServer> server;  // null when not serving
 
   std::mutex jsonl_mu;
   std::FILE* jsonl = nullptr;  // guarded by jsonl_mu
@@ -145,7 +146,7 @@ struct TrainerMetrics::Impl {
   Histogram* scheduler_duration = nullptr;
 
   ~Impl() {
-    exposer.reset();  // stop scrapes before the series go away
+    server.reset();  // stop scrapes before the series go away
     if (jsonl != nullptr) std::fclose(jsonl);
   }
 
@@ -258,6 +259,8 @@ StatusOr<std::unique_ptr<TrainerMetrics>> TrainerMetrics::Create(MetricsOptions 
   SKRULL_RETURN_IF_ERROR(ValidateMetricsOptions(options));
   if (options.version.empty()) options.version = SKRULL_VERSION;
   if (!options.now_unix_seconds) options.now_unix_seconds = SystemNowUnixSeconds;
+  // Prometheus drops a label with an empty value: keep `node` on every series.
+  if (options.node.empty()) options.node = HostName();
 
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
@@ -278,18 +281,11 @@ StatusOr<std::unique_ptr<TrainerMetrics>> TrainerMetrics::Create(MetricsOptions 
   }
 
   if (o.port != 0) {
-    const std::string address = ListeningAddress(o.bind_address, o.port);
-    try {
-      impl->exposer = std::make_unique<prometheus::Exposer>(address, o.server_threads);
-    } catch (const std::exception& e) {
-      return UnavailableError("metrics: cannot serve /metrics on " + address + ": " + e.what() +
-                              " (is the port taken? the trainer uses spec.metrics.port + local "
-                              "rank)");
-    }
-    impl->exposer->RegisterCollectable(impl->collectable, "/metrics");
-    std::vector<int> ports = impl->exposer->GetListeningPorts();
-    SKRULL_CHECK(!ports.empty()) << "civetweb listens on " << address << " but reports no port";
-    impl->bound_port = ports.front();
+    std::shared_ptr<SnapshotCollectable> collectable = impl->collectable;
+    SKRULL_ASSIGN_OR_RETURN(
+        impl->server, MetricsHttpServer::Start(
+                          o.bind_address, o.port == kEphemeralPort ? 0 : o.port, o.server_threads,
+                          [collectable] { return collectable->Serialize(); }));
   }
   return std::unique_ptr<TrainerMetrics>(new TrainerMetrics(std::move(impl)));
 }
@@ -361,7 +357,7 @@ Status TrainerMetrics::PushFinal() {
                             impl_->collectable, o.push_timeout_seconds);
 }
 
-int TrainerMetrics::port() const { return impl_->bound_port; }
+int TrainerMetrics::port() const { return impl_->server ? impl_->server->port() : 0; }
 
 std::string TrainerMetrics::Exposition() const { return impl_->collectable->Serialize(); }
 

@@ -1,14 +1,13 @@
 // TrainerMetrics: one rank's training metrics, exported three ways.
-//  * Prometheus pull: GET /metrics on bind_address:port (civetweb, via
-//    prometheus-cpp's Exposer), text format 0.0.4.
+//  * Prometheus pull: GET /metrics on bind_address:port
+//    (metrics_http_server.h), text format 0.0.4.
 //  * metrics.jsonl: one JSON line per step (step_record.h), flushed after
 //    every step so a job without Prometheus can be analysed afterwards.
 //  * Pushgateway: PushFinal() pushes the final state once, at the end.
 //
 // Families, labels and units are listed in metric_names.h and
 // docs/metrics.md. Every series carries the labels job, rank, dp_rank,
-// cp_rank and node; none carries a per-step or per-sequence label. (The
-// Exposer also serves prometheus-cpp's own exposer_* series without them.)
+// cp_rank and node; none carries a per-step or per-sequence label.
 //
 // Scraping: the exported `job` label collides with Prometheus's target label
 // `job`; scrape configs (and PodMonitors) must set honor_labels: true or the
@@ -23,7 +22,7 @@
 //   Status pushed = metrics->PushFinal();
 //
 // Thread safety: every method may be called from any thread. RecordStep calls
-// are serialized, and a scrape (on civetweb's threads) or a push sees whole
+// are serialized, and a scrape (on the server's threads) or a push sees whole
 // steps: never the counters of a step half applied.
 #ifndef SKRULL_TRAINER_METRICS_TRAINER_METRICS_H_
 #define SKRULL_TRAINER_METRICS_TRAINER_METRICS_H_
@@ -44,11 +43,13 @@ inline constexpr int kEphemeralPort = -1;
 
 struct MetricsOptions {
   // Identity: labels on every series and fields of every metrics.jsonl line.
-  std::string job;   // the SkrullJob name. REQUIRED: non-empty.
-  int rank = 0;      // global rank, >= 0
-  int dp_rank = 0;   // data-parallel rank, >= 0
-  int cp_rank = 0;   // context-parallel rank, >= 0
-  std::string node;  // Kubernetes node (or host) name; may be empty
+  std::string job;  // the SkrullJob name. REQUIRED: non-empty.
+  int rank = 0;     // global rank, >= 0
+  int dp_rank = 0;  // data-parallel rank, >= 0
+  int cp_rank = 0;  // context-parallel rank, >= 0
+  // Kubernetes node (or host) name. "": this host's name (gethostname), so the
+  // label is never empty (Prometheus treats an empty label as absent).
+  std::string node;
 
   // Labels of skrull_info (value 1).
   std::string version;  // default "": this build's version (CMake PROJECT_VERSION)
@@ -60,7 +61,7 @@ struct MetricsOptions {
   // passes spec.metrics.port + local_rank). kEphemeralPort: a free port.
   int port = 0;
   std::string bind_address = "127.0.0.1";  // "0.0.0.0" in pods; IPv6 ok ("::")
-  int server_threads = 2;                  // civetweb worker threads, >= 1
+  int server_threads = 2;                  // threads answering scrapes, >= 1
 
   // Pushgateway base URL, e.g. "http://pushgateway.monitoring:9091" (a path
   // prefix is kept). "": PushFinal() does nothing. Without a port the
@@ -117,8 +118,7 @@ class TrainerMetrics {
   // when not serving.
   int port() const;
 
-  // The text exposition (format 0.0.4) a scrape would get, minus
-  // prometheus-cpp's own exposer_* series.
+  // The text exposition (format 0.0.4) a scrape gets.
   std::string Exposition() const;
 
   const MetricsOptions& options() const;
