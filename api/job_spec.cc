@@ -45,7 +45,8 @@ auto Fields(const ParallelismSpec& p) {
   return std::tie(p.nodes, p.procs_per_node, p.data_parallel, p.context_parallel);
 }
 auto Fields(const SchedulerSpec& s) {
-  return std::tie(s.policy, s.bucket_size_auto, s.bucket_size_tokens, s.batch_size, s.seed);
+  return std::tie(s.policy, s.bucket_size_auto, s.bucket_size_tokens, s.batch_size, s.seed,
+                  s.hardware_profile);
 }
 auto Fields(const TrainingSpec& t) {
   return std::tie(t.steps, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,
@@ -80,6 +81,7 @@ void ResolvePaths(const std::string& base_dir, JobSpec* spec) {
   spec->model.config = Resolve(base_dir, spec->model.config);
   spec->model.weights = Resolve(base_dir, spec->model.weights);
   spec->data.path = Resolve(base_dir, spec->data.path);
+  spec->scheduler.hardware_profile = Resolve(base_dir, spec->scheduler.hardware_profile);
   spec->training.output_dir = Resolve(base_dir, spec->training.output_dir);
   if (spec->training.resume_from != kResumeLatest) {
     spec->training.resume_from = Resolve(base_dir, spec->training.resume_from);
@@ -155,8 +157,13 @@ std::string DescribeJobSpec(const JobSpec& spec) {
                      " per node, split as dataParallel " + std::to_string(p.data_parallel) +
                      " x contextParallel " + std::to_string(p.context_parallel) + ". Scheduler " +
                      PolicyName(s.policy) + " with bucketSize ";
-  text += s.bucket_size_auto ? std::string("auto (from the offline memory profile)")
-                             : std::to_string(s.bucket_size_tokens) + " tokens per rank";
+  if (s.bucket_size_auto) {
+    text += s.hardware_profile.empty() ? "auto (no hardware profile: host memory on CPU)"
+                                       : "auto (from the hardware profile)";
+  } else {
+    text += std::to_string(s.bucket_size_tokens) + " tokens per rank";
+  }
+  if (!s.hardware_profile.empty()) text += ", plans priced with " + s.hardware_profile;
   text += "; global batch " + plural(int64_t{s.batch_size} * p.data_parallel, "sequence") +
           " (batchSize " + std::to_string(s.batch_size) + " x dataParallel " +
           std::to_string(p.data_parallel) + "). Training " + plural(t.steps, "step") +

@@ -21,15 +21,16 @@
 // InvalidArgument Status, one per line, in document order:
 //   <origin>:<line>:<column>: <field path>: <what is wrong, the value, what is allowed>
 //
-// Validation never touches the filesystem: whether model.config or data.path
-// exist is checked by the trainer when it opens them.
+// Validation never touches the filesystem: whether model.config, data.path or
+// scheduler.hardwareProfile exist is checked by the trainer when it opens them.
 //
 // A null YAML value (`steps:` or `steps: null`) means "not set": the default
 // applies (required fields report "required"). An empty string does the same
 // for optional string fields.
 //
-// Relative paths (model.config, model.weights, data.path, training.outputDir,
-// training.resumeFrom unless it is "latest") are resolved against the
+// Relative paths (model.config, model.weights, data.path,
+// scheduler.hardwareProfile, training.outputDir, training.resumeFrom unless it
+// is "latest") are resolved against the
 // directory of the job file by LoadJobSpecFile; `source_dir` records that
 // directory. Absolute paths are kept.
 //
@@ -99,6 +100,12 @@ struct SchedulerSpec {
   int64_t bucket_size_tokens = 0;  // > 0 unless bucket_size_auto; tokens one rank may hold
   int batch_size = 8;              // sequences per DP rank per step (global batch = dp x this)
   uint64_t seed = 0;               // sampler seed (same on every rank)
+  // YAML: hardwareProfile. Path to a hardware-profile JSON (what
+  // `skrull-trainer --profile` writes, or scheduler/profiles/*.json); empty =
+  // none. The trainer prices every step's plan with it and, with
+  // bucketSize auto, takes its "bucket_size_tokens". Resolved like the other
+  // paths; read by the trainer, not by validation.
+  std::string hardware_profile;
 };
 
 enum class LrSchedule { kCosine, kLinear, kConstant };
@@ -209,7 +216,8 @@ const char* DefaultImageTag();
 // REQUIRES: spec is valid.
 std::string DescribeJobSpec(const JobSpec& spec);
 
-// Serializes to a SkrullJob YAML document (every field, defaults included).
+// Serializes to a SkrullJob YAML document (every field, defaults included;
+// the optional model.lora and scheduler.hardwareProfile only when set).
 // LoadJobSpec(ToYaml(s)) == s (round trip; tested).
 std::string ToYaml(const JobSpec& spec);
 

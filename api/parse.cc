@@ -55,6 +55,7 @@ void ParseScheduler(MapReader& m, SchedulerSpec* s) {
   m.ReadBucketSize("bucketSize", &s->bucket_size_auto, &s->bucket_size_tokens);
   m.Read("batchSize", &s->batch_size);
   m.Read("seed", &s->seed);
+  m.Read("hardwareProfile", &s->hardware_profile);
 }
 
 void ParseTraining(MapReader& m, TrainingSpec* t) {

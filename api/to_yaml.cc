@@ -134,7 +134,11 @@ std::string ToYaml(const JobSpec& s) {
   } else {
     w.Int("bucketSize", sc.bucket_size_tokens);
   }
-  w.Int("batchSize", sc.batch_size).Uint("seed", sc.seed).End();
+  w.Int("batchSize", sc.batch_size).Uint("seed", sc.seed);
+  // Only when set: a document without it (and JobSpecHash of such a job)
+  // stays as it was before the field existed.
+  if (!sc.hardware_profile.empty()) w.Str("hardwareProfile", sc.hardware_profile);
+  w.End();
 
   const TrainingSpec& t = s.training;
   w.Begin("training")

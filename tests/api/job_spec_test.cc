@@ -48,7 +48,7 @@ JobSpec EverythingSet() {
   s.data = {"/data/train.jsonl", DataFormat::kTextJsonl, 32768, OverLengthPolicy::kTruncate,
             MalformedPolicy::kSkip};
   s.parallelism = {2, 4, 2, 4};
-  s.scheduler = {SchedulerPolicy::kBalancedCp, false, 26624, 40, 12345};
+  s.scheduler = {SchedulerPolicy::kBalancedCp, false, 26624, 40, 12345, "/profiles/h100.json"};
   TrainingSpec& t = s.training;
   t.steps = 1000;
   t.learning_rate = 0.1 + 0.2;  // not exactly 0.3
@@ -279,14 +279,41 @@ TEST(ToYaml, WritesAutoBucketSize) {
   EXPECT_NE(ToYaml(MustLoad(kMinimalJob)).find("bucketSize: auto\n"), std::string::npos);
 }
 
+TEST(ToYaml, WritesHardwareProfileOnlyWhenSet) {
+  // Unset: the document (and JobSpecHash of old checkpoints) is as before the field existed.
+  EXPECT_EQ(ToYaml(MustLoad(kMinimalJob)).find("hardwareProfile"), std::string::npos);
+  EXPECT_NE(ToYaml(EverythingSet()).find("hardwareProfile: /profiles/h100.json\n"),
+            std::string::npos);
+}
+
+TEST(LoadJobSpec, HardwareProfileIsAnOptionalPath) {
+  EXPECT_EQ(MustLoad(kMinimalJob).scheduler.hardware_profile, "");
+  EXPECT_EQ(MustLoad(JobYaml().Set("spec.scheduler.hardwareProfile", "''").Text())
+                .scheduler.hardware_profile,
+            "");
+  EXPECT_EQ(MustLoad(JobYaml().Set("spec.scheduler.hardwareProfile", "prof/gpu.json").Text())
+                .scheduler.hardware_profile,
+            "prof/gpu.json");  // no base_dir: kept relative
+  std::vector<std::string> errors =
+      LoadErrors(JobYaml().Set("spec.scheduler.hardwareProfile", "{path: x.json}").Text());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("spec.scheduler.hardwareProfile: expected a string"), std::string::npos)
+      << errors[0];
+  errors = LoadErrors(JobYaml().Set("spec.scheduler.hardwarProfile", "x.json").Text());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("did you mean 'hardwareProfile'?"), std::string::npos) << errors[0];
+}
+
 TEST(PathResolution, RelativePathsResolveAgainstBaseDirAndAbsoluteOnesAreKept) {
   JobSpec s = MustLoad(JobYaml()
                            .Set("spec.model.config", "models/tiny/../tiny/config.json")
                            .Set("spec.model.weights", "/abs/weights")
                            .Set("spec.data.path", "./data/train.jsonl")
+                           .Set("spec.scheduler.hardwareProfile", "../profiles/./gpu.json")
                            .Set("spec.training.resumeFrom", "latest")
                            .Text(),
                        "/jobs/team");
+  EXPECT_EQ(s.scheduler.hardware_profile, "/jobs/profiles/gpu.json");
   EXPECT_EQ(s.model.config, "/jobs/team/models/tiny/config.json");
   EXPECT_EQ(s.model.weights, "/abs/weights");
   EXPECT_EQ(s.data.path, "/jobs/team/data/train.jsonl");
@@ -382,6 +409,7 @@ TEST(DescribeJobSpec, SummarizesWorldSizePolicyBucketAndGlobalBatch) {
       << text;
   EXPECT_NE(text.find("LoRA rank 8 on q_proj, down_proj"), std::string::npos) << text;
   EXPECT_EQ(text.find('\n'), std::string::npos);
+  EXPECT_NE(text.find("plans priced with /profiles/h100.json"), std::string::npos) << text;
   EXPECT_NE(DescribeJobSpec(MustLoad(kMinimalJob)).find("bucketSize auto"), std::string::npos);
 }
 
@@ -397,6 +425,9 @@ TEST(JobSpecEquality, IgnoresSourceDirOnly) {
   EXPECT_NE(a, b);
   b = a;
   b.annotations.clear();
+  EXPECT_NE(a, b);
+  b = a;
+  b.scheduler.hardware_profile.clear();
   EXPECT_NE(a, b);
 }
 

@@ -11,6 +11,7 @@
 #include "trainer/dist/process_groups.h"
 #include "trainer/dist/rank_layout.h"
 #include "trainer/dist/testing/fork_ranks.h"
+#include "trainer/train/train_step.h"
 
 namespace skrull::dist {
 namespace {
@@ -130,6 +131,75 @@ TEST(C10dCollectives, SumsGradientsInBucketsAndScalars) {
     EXPECT_EQ(s.buckets, static_cast<int64_t>(PlanBuckets(grads, 64).size()));
     EXPECT_EQ(s.scalar_allreduces, 1);
     EXPECT_GE(s.wait_seconds, 0.0);
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+// Overlap with backward: 4 buckets in reverse parameter order, {p4} {p3}
+// {p2, p1} {p0}. p0 gets its gradient only from the first (unarmed)
+// micro-batch and rank 1 never uses p2, so rank 0 launches buckets 0-2 during
+// backward and rank 1 buckets 0-1; the rest follow in Finish, in the same
+// order on both ranks. The sums must equal each rank's gradients added up.
+TEST(C10dCollectives, ReducerLaunchesBucketsDuringBackwardInOrderAndSumsExactly) {
+  Status st = testing::RunForkedRanks(2, [](int rank, int port) {
+    auto g = Connect(rank, 2, 2, 1, port);
+    if (!g) return 1;
+    C10dCollectivesOptions o;
+    o.bucket_bytes = 64;
+    C10dCollectives coll(&g->world(), o);
+    auto make_params = [] {
+      std::vector<at::Tensor> p = {at::linspace(-1, 1, 16).view({4, 4}), at::linspace(0, 1, 8),
+                                   at::linspace(2, 3, 3), at::linspace(-2, 0, 16).view({4, 4}),
+                                   at::linspace(1, 5, 5)};
+      for (at::Tensor& t : p) t.set_requires_grad(true);
+      return p;
+    };
+    // The loss of rank r's micro-batch mb: sum of coef * p^2 over the
+    // parameters it uses.
+    auto loss = [](const std::vector<at::Tensor>& p, int r, int mb) {
+      const double coef = 0.37 * (r + 1) * (mb + 1);
+      at::Tensor l = (p[4] * p[4]).sum() * coef + (p[3] * p[3]).sum() * (coef + 1) +
+                     (p[1] * p[1]).sum() * coef;
+      if (mb == 0) l = l + (p[0] * p[0] * p[0]).sum() * coef;
+      if (r == 0) l = l + (p[2] * p[2]).sum() * coef;
+      return l;
+    };
+    std::vector<at::Tensor> params = make_params();
+    std::unique_ptr<train::GradientReducer> reducer = coll.MakeGradientReducer(params);
+    EXPECT_NE(reducer, nullptr);
+    if (reducer == nullptr) return 1;
+    train::GradReadyHooks hooks(params, reducer.get());
+    // What each rank's accumulated gradients are, computed here for both ranks.
+    std::vector<at::Tensor> want(params.size());
+    for (int r = 0; r < 2; ++r) {
+      std::vector<at::Tensor> q = make_params();
+      loss(q, r, 0).backward();
+      loss(q, r, 1).backward();
+      for (size_t i = 0; i < q.size(); ++i) {
+        at::Tensor gi = q[i].grad().defined() ? q[i].grad() : at::zeros_like(q[i]);
+        want[i] = r == 0 ? gi.clone() : want[i] + gi;
+      }
+    }
+    for (int step = 0; step < 2; ++step) {
+      loss(params, rank, 0).backward();
+      EXPECT_EQ(coll.TakeStats().buckets, 0);  // unarmed: nothing launched
+      hooks.set_armed(true);
+      loss(params, rank, 1).backward();
+      hooks.set_armed(false);
+      DpCommStats during = coll.TakeStats();
+      EXPECT_EQ(during.buckets_during_backward, rank == 0 ? 3 : 2) << "step " << step;
+      EXPECT_TRUE(reducer->Finish().ok());
+      DpCommStats after = coll.TakeStats();
+      EXPECT_EQ(after.gradient_allreduces, 1);
+      EXPECT_EQ(after.buckets, rank == 0 ? 1 : 2);
+      for (size_t i = 0; i < params.size(); ++i) {
+        EXPECT_TRUE(params[i].grad().defined()) << i;
+        if (!params[i].grad().defined()) return 1;
+        EXPECT_TRUE(at::equal(params[i].grad(), want[i])) << "step " << step << " param " << i;
+        params[i].mutable_grad().zero_();
+      }
+    }
     return Result();
   });
   EXPECT_TRUE(st.ok()) << st;

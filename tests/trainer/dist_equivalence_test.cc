@@ -21,10 +21,10 @@
 
 #include "api/job_spec.h"
 #include "common/file_util.h"
+#include "tests/trainer/checkpoint_test_util.h"
 #include "trainer/dist/distributed_trainer.h"
 #include "trainer/dist/launcher.h"
 #include "trainer/dist/testing/fork_ranks.h"
-#include "trainer/model/safetensors.h"
 #include "trainer/train/collectives.h"
 #include "trainer/train/trainer.h"
 
@@ -157,23 +157,14 @@ RunResult Train(const fs::path& root, const RunSpec& r) {
     EXPECT_TRUE(comm.ok()) << comm.status();
     if (comm.ok()) out.comm = nlohmann::json::parse(*comm);
   }
-  auto latest = ReadFileToString(out_dir + "/checkpoints/latest");
-  EXPECT_TRUE(latest.ok()) << latest.status();
-  if (!latest.ok()) return out;
-  std::string step_dir = *latest;
-  while (!step_dir.empty() && std::isspace(static_cast<unsigned char>(step_dir.back()))) {
-    step_dir.pop_back();
-  }
-  auto file =
-      model::SafetensorsFile::Open(out_dir + "/checkpoints/" + step_dir + "/model.safetensors");
-  EXPECT_TRUE(file.ok()) << file.status();
-  if (!file.ok()) return out;
-  for (const model::TensorInfo& info : (*file)->tensors()) {
-    EXPECT_EQ(info.dtype, model::DType::kF32) << info.name;
-    std::string_view data = (*file)->Data(info);
-    std::vector<float> values(data.size() / sizeof(float));
-    std::memcpy(values.data(), data.data(), values.size() * sizeof(float));
-    out.weights[info.name] = std::move(values);
+  auto tensors = train::testing::LatestCheckpointTensors(out_dir);
+  EXPECT_TRUE(tensors.ok()) << tensors.status();
+  if (!tensors.ok()) return out;
+  for (const auto& [name, tensor] : *tensors) {
+    EXPECT_EQ(tensor.dtype, model::DType::kF32) << name;
+    std::vector<float> values(tensor.data.size() / sizeof(float));
+    std::memcpy(values.data(), tensor.data.data(), values.size() * sizeof(float));
+    out.weights[name] = std::move(values);
   }
   return out;
 }

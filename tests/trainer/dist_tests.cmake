@@ -40,6 +40,14 @@ skrull_test(dist_equivalence_test
   LABELS slow
   TIMEOUT 600)
 
+# Per-step phase seconds (cp/dp waits) and the gradient all-reduce
+# overlapped with backward, on 2-process runs.
+skrull_test(dist_step_phases_test
+  SOURCES dist_step_phases_test.cc
+  DEPS skrull_dist skrull_dist_testing skrull_metrics skrull_safetensors skrull_api
+  LABELS integration
+  TIMEOUT 300)
+
 # `skrull-trainer --job` / `--profile` end to end (the test binary doubles as
 # the trainer).
 skrull_test(dist_trainer_main_test

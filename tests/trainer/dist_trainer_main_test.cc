@@ -22,6 +22,7 @@
 #include "trainer/dist/launcher.h"
 #include "trainer/dist/profile.h"
 #include "trainer/dist/trainer_main.h"
+#include "trainer/train/trainer.h"
 
 extern char** environ;
 
@@ -148,9 +149,9 @@ TEST_F(TrainerMainTest, ProfilesTheJobsDevicesAndGroups) {
   ASSERT_TRUE(hw.ok()) << hw.status();
   EXPECT_GT(hw->peak_flops_per_second, 0);
   EXPECT_GT(hw->all_gather.bandwidth_bytes_per_second, 0);
-  auto bucket = BucketSizeFromProfileJson(*text, out);
-  ASSERT_TRUE(bucket.ok()) << bucket.status();
-  EXPECT_GE(*bucket, 1024);  // spec.tuning's default minimum
+  auto loaded = train::LoadHardwareProfileFile(out);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_GE(loaded->bucket_size_tokens, 1024);  // spec.tuning's default minimum
   auto j = nlohmann::json::parse(*text);
   EXPECT_GT(j["memory"]["alpha_bytes_per_token"].get<double>(), 0);
   EXPECT_EQ(j["measurements"]["collectives"]["group_size_kv"], 2);

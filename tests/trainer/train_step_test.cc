@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -212,6 +214,54 @@ TEST(TrainStep, EmptyPlanMicroBatchesAreSkipped) {
   EXPECT_EQ(w->tokens, 11);
   EXPECT_EQ(w->rank_tokens_peak, 11);
   EXPECT_EQ(w->local_sequences, 2);
+}
+
+// Records GradReady calls and a copy of the gradient at that moment.
+class RecordingReducer final : public GradientReducer {
+ public:
+  explicit RecordingReducer(std::vector<at::Tensor> params) : params_(std::move(params)) {}
+  void GradReady(size_t index) override {
+    calls.push_back(index);
+    at_ready[index] = params_[index].grad().clone();
+  }
+  Status Finish() override { return OkStatus(); }
+
+  std::vector<size_t> calls;
+  std::map<size_t, at::Tensor> at_ready;
+
+ private:
+  std::vector<at::Tensor> params_;
+};
+
+TEST(TrainStep, HooksReportEveryGradientOnceWhenFinalInTheLastMicroBatch) {
+  Batch b = RandomBatch(kLengths);
+  // The last micro-batch of the plan is empty: the one before it is the last run.
+  Plan plan = GroupedPlan(b, {{0, 1, 2}, {3, 4}, {5, 6, 7}, {}});
+  auto m = TinyModel();
+  std::vector<at::Tensor> params;
+  for (auto& [name, p] : m->NamedTrainableParameters()) params.push_back(p);
+  RecordingReducer reducer(params);
+  {
+    GradReadyHooks hooks(params, &reducer);
+    auto w = AccumulateGradients(m.get(), plan, b.Tokens(), 0, 0, b.LabelTokens(), nullptr, &hooks);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->micro_batches, 3);
+    EXPECT_FALSE(hooks.armed());
+  }
+  // Once per parameter, only in the last backward, with the final gradient.
+  std::vector<size_t> sorted = reducer.calls;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_EQ(sorted.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(sorted[i], i);
+    EXPECT_TRUE(at::equal(reducer.at_ready[i], params[i].grad())) << "parameter " << i;
+  }
+  // Backward produces the last parameters first (the LM head before the embedding).
+  EXPECT_GT(reducer.calls.front(), reducer.calls.back());
+  // Gone with the hooks object.
+  reducer.calls.clear();
+  ASSERT_TRUE(AccumulateGradients(m.get(), plan, b.Tokens(), 0, 0, b.LabelTokens()).ok());
+  EXPECT_TRUE(reducer.calls.empty());
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 
 #include "api/job_spec.h"
 #include "scheduler/model_config.h"
+#include "trainer/train/collectives.h"
+#include "trainer/train/trainer.h"
 
 namespace skrull::train::testing {
 
@@ -132,6 +134,40 @@ inline api::JobSpec LoadJob(const std::string& path) {
   auto job = api::LoadJobSpecFile(path);
   EXPECT_TRUE(job.ok()) << job.status();
   return job.ok() ? *job : api::JobSpec();
+}
+
+// What a single-process RunTrainer (LocalCollectives, no /metrics server)
+// returned, with the progress log it wrote.
+struct TrainResult {
+  Status status;
+  TrainSummary summary;
+  std::string log;
+};
+
+// Trains `job` in this process as rank 0 of 1. `stop_after` > 0 stops after
+// that many steps (TrainerOptions::stop_after_steps).
+inline TrainResult TrainInProcess(const api::JobSpec& job, int64_t stop_after = 0,
+                                  TrainerOptions o = {}) {
+  LocalCollectives coll;
+  std::ostringstream log;
+  o.serve_metrics = false;
+  o.log = &log;
+  o.stop_after_steps = stop_after;
+  auto rank = MakeRankContext(job, 0, 1, 0);
+  EXPECT_TRUE(rank.ok()) << rank.status();
+  TrainResult r;
+  if (!rank.ok()) {
+    r.status = rank.status();
+    return r;
+  }
+  auto s = RunTrainer(job, *rank, &coll, o);
+  r.log = log.str();
+  if (s.ok()) {
+    r.summary = *s;
+  } else {
+    r.status = s.status();
+  }
+  return r;
 }
 
 }  // namespace skrull::train::testing

@@ -21,3 +21,9 @@ skrull_test(train_cli_test
   TIMEOUT 600)
 # The CLI test runs the binary.
 add_dependencies(train_cli_test skrull-trainer)
+# spec.scheduler.hardwareProfile: profiles a tiny job (trainer/dist/profile.h)
+# and trains with bucketSize: auto from it.
+skrull_test(train_profile_test
+  SOURCES train_profile_test.cc
+  DEPS skrull_dist skrull_train
+  TIMEOUT 600)

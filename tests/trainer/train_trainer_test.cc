@@ -23,29 +23,10 @@ using testing::TempDir;
 using testing::WriteJob;
 namespace fs = std::filesystem;
 
-struct Result {
-  Status status;
-  TrainSummary summary;
-  std::string log;
-};
+using Result = testing::TrainResult;
 
 Result Train(const api::JobSpec& job, int64_t stop_after = 0, TrainerOptions o = {}) {
-  LocalCollectives coll;
-  std::ostringstream log;
-  o.serve_metrics = false;
-  o.log = &log;
-  o.stop_after_steps = stop_after;
-  auto rank = MakeRankContext(job, 0, 1, 0);
-  EXPECT_TRUE(rank.ok()) << rank.status();
-  auto s = RunTrainer(job, *rank, &coll, o);
-  Result r;
-  r.log = log.str();
-  if (s.ok()) {
-    r.summary = *s;
-  } else {
-    r.status = s.status();
-  }
-  return r;
+  return testing::TrainInProcess(job, stop_after, o);
 }
 
 std::vector<double> Losses(const std::vector<TrainSummary>& runs) {

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace skrull::dist {
@@ -108,10 +109,130 @@ Status C10dCollectives::Barrier() {
   return OkStatus();
 }
 
+double C10dCollectives::TakeWaitSeconds() {
+  const double waited = stats_.wait_seconds - wait_seconds_taken_;
+  wait_seconds_taken_ = stats_.wait_seconds;
+  return std::max(0.0, waited);
+}
+
 DpCommStats C10dCollectives::TakeStats() {
   DpCommStats s = stats_;
   stats_ = DpCommStats();
+  wait_seconds_taken_ = 0;
   return s;
+}
+
+// Buckets over the parameters in reverse order; see the header.
+class C10dCollectives::Reducer final : public train::GradientReducer {
+ public:
+  Reducer(C10dCollectives* owner, const std::vector<at::Tensor>& params)
+      : owner_(owner), params_(params), bucket_of_(params.size()), ready_(params.size(), false) {
+    const std::vector<at::Tensor> reversed(params.rbegin(), params.rend());
+    for (const std::vector<size_t>& members :
+         PlanBuckets(reversed, owner_->options_.bucket_bytes)) {
+      Bucket b;
+      for (size_t j : members) {
+        const size_t i = params.size() - 1 - j;
+        b.params.push_back(i);
+        bucket_of_[i] = buckets_.size();
+      }
+      buckets_.push_back(std::move(b));
+    }
+  }
+
+  void GradReady(size_t index) override {
+    SKRULL_CHECK(index < params_.size()) << "GradReady(" << index << ") of " << params_.size();
+    SKRULL_CHECK(!ready_[index]) << "GradReady twice for parameter " << index << " in one step";
+    ready_[index] = true;
+    buckets_[bucket_of_[index]].ready += 1;
+    // Launch in bucket order only, so every rank issues the same sequence.
+    while (next_ < buckets_.size() && buckets_[next_].ready == buckets_[next_].params.size()) {
+      Launch(buckets_[next_++], /*during_backward=*/true);
+    }
+  }
+
+  Status Finish() override {
+    c10::NoGradGuard no_grad;
+    owner_->stats_.gradient_allreduces += 1;
+    while (next_ < buckets_.size()) Launch(buckets_[next_++], /*during_backward=*/false);
+    Status status = error_;
+    for (Bucket& b : buckets_) {
+      if (status.ok()) {
+        try {
+          owner_->stats_.wait_seconds += b.pending.Wait();
+          Unpack(b);
+        } catch (const CollectiveError& e) {
+          status = UnavailableError(std::string("gradient all-reduce: ") + e.what());
+        }
+      }
+      b.ready = 0;
+      b.flat = at::Tensor();
+      b.pending = PendingCollective();
+    }
+    std::fill(ready_.begin(), ready_.end(), false);
+    next_ = 0;
+    error_ = OkStatus();
+    return status;
+  }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;  // indices into params_, reverse order
+    size_t ready = 0;            // of them, final this step
+    at::Tensor flat;             // undefined when reduced in place
+    PendingCollective pending;
+  };
+
+  void Launch(Bucket& b, bool during_backward) {
+    if (!error_.ok()) return;  // a failed launch: the step fails in Finish
+    c10::NoGradGuard no_grad;
+    try {
+      for (size_t i : b.params) {
+        at::Tensor& p = params_[i];
+        if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+      }
+      at::Tensor target;
+      if (b.params.size() == 1 && params_[b.params[0]].grad().is_contiguous()) {
+        target = params_[b.params[0]].grad();
+      } else {
+        std::vector<at::Tensor> parts;
+        for (size_t i : b.params) parts.push_back(params_[i].grad().reshape({-1}));
+        b.flat = at::cat(parts, 0);
+        target = b.flat;
+      }
+      DpCommStats& stats = owner_->stats_;
+      stats.bytes += TensorBytes(target);
+      stats.buckets += 1;
+      if (during_backward) stats.buckets_during_backward += 1;
+      b.pending = StartAllReduceSum(*owner_->world_, target);
+    } catch (const CollectiveError& e) {
+      error_ = UnavailableError(std::string("gradient all-reduce: ") + e.what());
+    }
+  }
+
+  void Unpack(Bucket& b) {
+    if (!b.flat.defined()) return;
+    int64_t offset = 0;
+    for (size_t i : b.params) {
+      at::Tensor g = params_[i].mutable_grad();
+      g.copy_(b.flat.narrow(0, offset, g.numel()).view(g.sizes()));
+      offset += g.numel();
+    }
+  }
+
+  C10dCollectives* owner_;
+  std::vector<at::Tensor> params_;
+  std::vector<size_t> bucket_of_;  // parameter -> bucket
+  std::vector<bool> ready_;
+  std::vector<Bucket> buckets_;
+  size_t next_ = 0;  // first bucket not launched this step
+  Status error_ = OkStatus();
+};
+
+std::unique_ptr<train::GradientReducer> C10dCollectives::MakeGradientReducer(
+    const std::vector<at::Tensor>& params) {
+  if (!options_.overlap_with_backward || world_->size == 1 || params.empty()) return nullptr;
+  return std::make_unique<Reducer>(this, params);
 }
 
 }  // namespace skrull::dist

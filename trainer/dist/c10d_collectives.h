@@ -8,6 +8,14 @@
 // one is awaited, so packing, the transfers and unpacking overlap.
 // Scalars (loss sums, label counts, stop flags) travel as one float64 tensor.
 //
+// Overlap with backward (MakeGradientReducer, as PyTorch DDP): the
+// parameters are packed into buckets of about `bucket_bytes` in REVERSE
+// parameter order (the order backward produces their gradients). Bucket k's
+// all-reduce is launched as soon as every gradient in it is final and buckets
+// 0..k-1 are launched, so the launch order is the same on every rank whatever
+// order the hooks fire in; Finish() launches the rest (gradients that never
+// came are zeros), waits for all and unpacks. The sums equal AllReduceSum's.
+//
 // Failures of the collective (a peer died, a timeout) come back as
 // Unavailable naming the operation, group, rank and bytes.
 //
@@ -17,6 +25,7 @@
 #define SKRULL_TRAINER_DIST_C10D_COLLECTIVES_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "trainer/dist/process_groups.h"
@@ -25,7 +34,10 @@
 namespace skrull::dist {
 
 struct C10dCollectivesOptions {
-  int64_t bucket_bytes = 25 << 20;  // ~25 MB, as PyTorch DDP
+  int64_t bucket_bytes = 25 << 20;  // ~25 MB, as PyTorch DDP; smaller = more, earlier buckets
+  // Hand out a GradientReducer (reduce during backward). false: the trainer
+  // reduces every gradient after backward with AllReduceSum.
+  bool overlap_with_backward = true;
 };
 
 // Accounting since the last TakeStats().
@@ -35,6 +47,7 @@ struct DpCommStats {
   int64_t buckets = 0;              // c10d all-reduces they issued
   int64_t bytes = 0;                // gradient bytes reduced
   int64_t scalar_allreduces = 0;
+  int64_t buckets_during_backward = 0;  // of `buckets`, launched by GradReady (overlapped)
 };
 
 class C10dCollectives final : public train::Collectives {
@@ -47,13 +60,22 @@ class C10dCollectives final : public train::Collectives {
   Status AllReduceSum(std::vector<at::Tensor>& tensors) override;
   Status AllReduceSum(std::vector<double>* values) override;
   Status Barrier() override;
+  double TakeWaitSeconds() override;
+  // Null when options.overlap_with_backward is false or the world has one
+  // rank. The reducer uses this object's group and accounting: it must not
+  // outlive it.
+  std::unique_ptr<train::GradientReducer> MakeGradientReducer(
+      const std::vector<at::Tensor>& params) override;
 
   DpCommStats TakeStats();
 
  private:
+  class Reducer;
+
   Group* world_;
   C10dCollectivesOptions options_;
   DpCommStats stats_;
+  double wait_seconds_taken_ = 0;  // stats_.wait_seconds at the last TakeWaitSeconds
 };
 
 // How AllReduceSum(tensors) groups tensors: indices of `tensors` per bucket,

@@ -332,9 +332,18 @@ at::Tensor CpAttentionBackend::Attend(const at::Tensor& q, const at::Tensor& k, 
 
 std::string CpAttentionBackend::Name() const { return "cp-allgather+" + local_->Name(); }
 
+double CpAttentionBackend::TakeCommWaitSeconds() {
+  const double total = stats_->comm_wait_seconds;
+  // After TakeStats() reset the totals, everything since counts.
+  const double waited = total >= comm_wait_taken_ ? total - comm_wait_taken_ : total;
+  comm_wait_taken_ = total;
+  return waited;
+}
+
 CpAttentionStats CpAttentionBackend::TakeStats() {
   CpAttentionStats s = *stats_;
   *stats_ = CpAttentionStats();
+  comm_wait_taken_ = 0;
   return s;
 }
 

@@ -110,6 +110,11 @@ class CpAttentionBackend : public train::ContextParallelAttention {
                     const model::AttentionLayout& layout, int layer) override;
   std::string Name() const override;
 
+  // Seconds blocked in wait() on the CP group since the last call (the
+  // trainer's per-step cp_comm_wait); the totals in SharedStats() keep
+  // accumulating.
+  double TakeCommWaitSeconds() override;
+
   // Returns the accounting since the last call and resets it.
   CpAttentionStats TakeStats();
   // The live accounting, shared: it outlives the backend (the model owns the
@@ -124,6 +129,7 @@ class CpAttentionBackend : public train::ContextParallelAttention {
   CpExchangePlan plan_;
   bool has_plan_ = false;
   std::shared_ptr<CpAttentionStats> stats_;
+  double comm_wait_taken_ = 0;  // stats_->comm_wait_seconds at the last TakeCommWaitSeconds
 };
 
 }  // namespace skrull::dist

@@ -28,7 +28,8 @@ std::string CommTotalsJson(const CommTotals& t) {
              {"gradient_allreduces", t.dp.gradient_allreduces},
              {"buckets", t.dp.buckets},
              {"bytes", t.dp.bytes},
-             {"scalar_allreduces", t.dp.scalar_allreduces}};
+             {"scalar_allreduces", t.dp.scalar_allreduces},
+             {"buckets_during_backward", t.dp.buckets_during_backward}};
   return j.dump(2) + "\n";
 }
 

@@ -201,22 +201,6 @@ scheduler::HardwareProfile::Collective FitCollective(scheduler::CollectiveOp op,
   return c;
 }
 
-StatusOr<int64_t> BucketSizeFromProfileJson(const std::string& text, const std::string& origin) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return InvalidArgumentError(origin +
-                                ": not a JSON object (expected a profile written by "
-                                "skrull-trainer --profile)");
-  }
-  auto it = j.find("bucket_size_tokens");
-  if (it == j.end() || !it->is_number_integer() || it->get<int64_t>() <= 0) {
-    return InvalidArgumentError(origin +
-                                ": bucket_size_tokens: required positive integer; "
-                                "re-run skrull-trainer --profile");
-  }
-  return it->get<int64_t>();
-}
-
 Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const ProfileOptions& o) {
   try {
     SKRULL_ASSIGN_OR_RETURN(c10::Device device, model::compat::ParseDevice(o.device));
@@ -409,8 +393,9 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
     SKRULL_RETURN_IF_ERROR(WriteFileAtomically(out, text));
     std::cerr << "skrull profile: " << out << ": peak " << peak_flops / 1e9 << " GFLOP/s, memory "
               << alpha << " bytes/token + " << beta << " (static " << static_bytes / (1 << 20)
-              << " MiB of " << capacity / (1 << 20) << " MiB) -> bucketSize " << bucket << " tokens"
-              << std::endl;
+              << " MiB of " << capacity / (1 << 20) << " MiB) -> bucketSize " << bucket
+              << " tokens; to train with it set spec.scheduler.hardwareProfile: " << out
+              << " and bucketSize: auto" << std::endl;
     return OkStatus();
   } catch (const std::exception& e) {
     return InternalError(std::string("profiling failed: ") + e.what());

@@ -18,7 +18,9 @@
 //
 // Output: a hardware-profile JSON in scheduler/hardware_profile.h's schema
 // (ParseHardwareProfileJson reads it) with extra top-level members:
-//   "bucket_size_tokens": N,          what `bucketSize: auto` uses
+//   "bucket_size_tokens": N,          what `bucketSize: auto` uses when the
+//                                     job sets spec.scheduler.hardwareProfile
+//                                     to this file (train::LoadHardwareProfileFile)
 //   "memory": {"alpha_bytes_per_token", "beta_bytes", "static_bytes",
 //              "capacity_bytes", "safety_margin", "samples": [[tokens, bytes]...]},
 //   "measurements": {"tokens_seconds": [[tokens, s]...],
@@ -66,10 +68,6 @@ LinearFit FitLine(const std::vector<double>& xs, const std::vector<double>& ys);
 scheduler::HardwareProfile::Collective FitCollective(
     scheduler::CollectiveOp op, int group_size,
     const std::vector<std::pair<int64_t, double>>& samples);
-
-// The "bucket_size_tokens" of a profile JSON written by the profiler.
-// InvalidArgument naming `origin` when missing or not a positive integer.
-StatusOr<int64_t> BucketSizeFromProfileJson(const std::string& text, const std::string& origin);
 
 // Profiles as rank env.rank of the job (world 1: no process groups; world > 1:
 // rendezvous as for training, the launcher having started every rank).

@@ -10,7 +10,14 @@
 //
 // Every rank must make the same calls in the same order with tensors of the
 // same shapes and dtypes (as with c10d). Results are identical on every rank.
-// An object is used by one thread (its rank's).
+// An object is used by one thread (its rank's); a GradientReducer's
+// GradReady may also run on the thread that runs backward.
+//
+// Overlap with backward (as PyTorch DDP): a backend may hand out a
+// GradientReducer, which starts all-reducing buckets of gradients while the
+// step's last backward still runs (train_step.h's GradReadyHooks call it).
+// Backends without one (LocalCollectives, InMemoryCollectives) get
+// AllReduceSum(tensors) after backward instead; the sums are the same.
 #ifndef SKRULL_TRAINER_TRAIN_COLLECTIVES_H_
 #define SKRULL_TRAINER_TRAIN_COLLECTIVES_H_
 
@@ -24,6 +31,26 @@ class Tensor;
 }  // namespace at
 
 namespace skrull::train {
+
+// One run's gradient all-reduce overlapped with backward, for a fixed list of
+// parameters. Per step: GradReady(i) for parameters whose gradient became
+// final during the last backward (any order, each at most once), then
+// Finish(). REQUIRES: every rank has the same parameter list (shapes, dtypes).
+class GradientReducer {
+ public:
+  virtual ~GradientReducer() = default;
+
+  // params[index].grad() is final for this step. May launch asynchronous
+  // all-reduces, always in the same order on every rank whatever the order of
+  // the calls. Runs on the thread that runs backward; never throws (a failure
+  // is returned by Finish).
+  virtual void GradReady(size_t index) = 0;
+  // Launches what GradReady did not (a parameter whose gradient never came
+  // gets a zero .grad), waits for every all-reduce and leaves each
+  // parameter's .grad summed over all ranks. Ready for the next step after.
+  // Unavailable when a collective failed.
+  virtual Status Finish() = 0;
+};
 
 class Collectives {
  public:
@@ -39,6 +66,18 @@ class Collectives {
   virtual Status AllReduceSum(std::vector<double>* values) = 0;
   // Returns once every rank has called it.
   virtual Status Barrier() = 0;
+
+  // Seconds spent blocked waiting for other ranks (reductions, barriers)
+  // since the last call. 0 for backends that never wait.
+  virtual double TakeWaitSeconds() { return 0; }
+
+  // A reducer for `params` (trainable leaves, float32; their .grad is what is
+  // reduced), or null when this backend does not overlap the reduction with
+  // backward. Called once per run; the parameters outlive the reducer.
+  virtual std::unique_ptr<GradientReducer> MakeGradientReducer(
+      const std::vector<at::Tensor>& /*params*/) {
+    return nullptr;
+  }
 };
 
 // World size 1.

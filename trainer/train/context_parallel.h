@@ -34,6 +34,9 @@ class ContextParallelAttention : public model::AttentionBackend {
   // Called before the micro-batch's forward; the stream outlives the
   // micro-batch's forward and backward.
   virtual Status BeginMicroBatch(const RankStream& stream) = 0;
+  // Seconds blocked in waits on the CP group (forward and backward) since the
+  // last call.
+  virtual double TakeCommWaitSeconds() { return 0; }
 };
 
 // Makes the backend for a rank's model on `device`. Called once, after the

@@ -1,8 +1,12 @@
 #include "trainer/train/train_step.h"
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace skrull::train {
 
@@ -14,7 +18,53 @@ at::Tensor ToLongTensor(const std::vector<int64_t>& v, c10::Device device) {
   return device.is_cpu() ? t : t.to(device, /*non_blocking=*/false);
 }
 
+// Calls the reducer for parameter `index` when armed.
+class GradReadyPostHook final : public torch::autograd::FunctionPostHook {
+ public:
+  GradReadyPostHook(std::shared_ptr<GradReadyHooks::State> state, size_t index)
+      : state_(std::move(state)), index_(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override;
+
+ private:
+  std::shared_ptr<GradReadyHooks::State> state_;
+  size_t index_;
+};
+
 }  // namespace
+
+struct GradReadyHooks::State {
+  GradientReducer* reducer = nullptr;
+  std::atomic<bool> armed{false};
+};
+
+torch::autograd::variable_list GradReadyPostHook::operator()(
+    const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+  if (state_->armed.load()) state_->reducer->GradReady(index_);
+  return outputs;
+}
+
+GradReadyHooks::GradReadyHooks(const std::vector<at::Tensor>& params, GradientReducer* reducer)
+    : state_(std::make_shared<State>()) {
+  SKRULL_CHECK(reducer != nullptr);
+  state_->reducer = reducer;
+  for (size_t i = 0; i < params.size(); ++i) {
+    SKRULL_CHECK(params[i].is_leaf() && params[i].requires_grad())
+        << "parameter " << i << " is not a leaf that requires grad";
+    std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params[i]);
+    SKRULL_CHECK(acc != nullptr) << "parameter " << i << " has no gradient accumulator";
+    keys_.push_back(acc->add_post_hook(std::make_unique<GradReadyPostHook>(state_, i)));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+GradReadyHooks::~GradReadyHooks() {
+  state_->armed.store(false);
+  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(keys_[i]);
+}
+
+void GradReadyHooks::set_armed(bool armed) { state_->armed.store(armed); }
+bool GradReadyHooks::armed() const { return state_->armed.load(); }
 
 model::PackedBatch ToPackedBatch(const RankStream& stream, c10::Device device) {
   model::PackedBatch b;
@@ -28,7 +78,8 @@ model::PackedBatch ToPackedBatch(const RankStream& stream, c10::Device device) {
 StatusOr<RankStepWork> AccumulateGradients(model::DecoderModel* model, const scheduler::Plan& plan,
                                            const std::vector<SequenceTokens>& batch, int dp_rank,
                                            int cp_rank, int64_t global_label_tokens,
-                                           ContextParallelAttention* cp_attention) {
+                                           ContextParallelAttention* cp_attention,
+                                           GradReadyHooks* last_backward_hooks) {
   SKRULL_CHECK(global_label_tokens > 0) << "global_label_tokens=" << global_label_tokens;
   SKRULL_CHECK(plan.topology.cp == 1 || cp_attention != nullptr)
       << "cp=" << plan.topology.cp << " needs a context-parallel attention backend";
@@ -40,6 +91,10 @@ StatusOr<RankStepWork> AccumulateGradients(model::DecoderModel* model, const sch
   at::Tensor loss_total =
       torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
   const auto& micro_batches = plan.ranks[dp_rank].micro_batches;
+  size_t last = streams.size();  // the last micro-batch this rank runs
+  for (size_t i = 0; i < streams.size(); ++i) {
+    if (!micro_batches[i].empty()) last = i;
+  }
   for (size_t i = 0; i < streams.size(); ++i) {
     // Skip only what is empty in the plan: that is the same on every CP rank,
     // so context-parallel exchanges stay in lockstep.
@@ -52,7 +107,11 @@ StatusOr<RankStepWork> AccumulateGradients(model::DecoderModel* model, const sch
     // the dK/dV exchange), even one whose shard holds no label.
     SKRULL_CHECK(cp_attention == nullptr || loss_sum.requires_grad())
         << "micro-batch " << i << " on cp_rank " << cp_rank << ": the loss has no graph";
-    if (loss_sum.requires_grad()) (loss_sum * inv_labels).backward();
+    if (loss_sum.requires_grad()) {
+      if (last_backward_hooks != nullptr && i == last) last_backward_hooks->set_armed(true);
+      (loss_sum * inv_labels).backward();
+      if (last_backward_hooks != nullptr) last_backward_hooks->set_armed(false);
+    }
     loss_total += loss_sum.detach().to(torch::kDouble);
     ++work.micro_batches;
     work.tokens += stream.tokens;

@@ -17,14 +17,20 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/status.h"
 #include "scheduler/plan.h"
 #include "trainer/model/model.h"
 #include "trainer/model/packed_batch.h"
+#include "trainer/train/collectives.h"
 #include "trainer/train/context_parallel.h"
 #include "trainer/train/micro_batch_builder.h"
+
+namespace torch::autograd {
+struct Node;
+}  // namespace torch::autograd
 
 namespace skrull::train {
 
@@ -42,16 +48,50 @@ struct RankStepWork {
   double model_flops = 0;             // filled by the caller (needs the cost model)
 };
 
+// Tells a GradientReducer when a parameter's gradient is final: a post hook
+// on each parameter's gradient accumulator (the autograd node that adds into
+// .grad; it runs once per backward, after every contribution of that backward
+// has been summed) calls reducer->GradReady(i) while armed. The accumulators
+// are held here: a tensor holds its own only weakly, so without that they
+// (and the hooks) would die with each graph. Works the same on libtorch 1.13
+// and 2.x (Node::add_post_hook / del_post_hook).
+// Thread safety: arm and disarm from the training thread while no backward
+// runs; hooks run on the backward thread.
+class GradReadyHooks {
+ public:
+  // REQUIRES: every tensor is a leaf that requires grad; `reducer` outlives
+  // this object and was made for the same `params`, in the same order.
+  GradReadyHooks(const std::vector<at::Tensor>& params, GradientReducer* reducer);
+  ~GradReadyHooks();  // removes the hooks
+  GradReadyHooks(const GradReadyHooks&) = delete;
+  GradReadyHooks& operator=(const GradReadyHooks&) = delete;
+
+  void set_armed(bool armed);
+  bool armed() const;
+
+  struct State;  // shared with the hooks; defined in train_step.cc
+
+ private:
+  std::shared_ptr<State> state_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> keys_;
+};
+
 // Builds this rank's streams for `plan` and, for each micro-batch that is not
 // empty in the plan, runs LossSum and backward of LossSum / global_label_tokens,
 // accumulating into the trainable parameters' gradients (not zeroed here).
 // `cp_attention` is required when plan.topology.cp > 1 (and must be the
 // model's backend); it gets BeginMicroBatch before each forward.
+// `last_backward_hooks`, when given, is armed during the backward of the last
+// micro-batch this rank runs (earlier ones only accumulate), so gradient
+// buckets can be reduced while that backward runs; the caller then calls its
+// reducer's Finish() (also when no micro-batch ran).
 // REQUIRES: global_label_tokens > 0.
 StatusOr<RankStepWork> AccumulateGradients(model::DecoderModel* model, const scheduler::Plan& plan,
                                            const std::vector<SequenceTokens>& batch, int dp_rank,
                                            int cp_rank, int64_t global_label_tokens,
-                                           ContextParallelAttention* cp_attention = nullptr);
+                                           ContextParallelAttention* cp_attention = nullptr,
+                                           GradReadyHooks* last_backward_hooks = nullptr);
 
 }  // namespace skrull::train
 

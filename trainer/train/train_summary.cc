@@ -25,6 +25,8 @@ std::string SummaryToJson(const TrainSummary& s) {
   j["mean_iteration_seconds"] = Number(s.mean_iteration_seconds);
   j["tokens_per_second"] = Number(s.tokens_per_second);
   j["policy"] = s.policy;
+  j["hardware_profile"] = s.hardware_profile;
+  j["bucket_size_tokens"] = s.bucket_size_tokens;
   j["dp"] = s.dp;
   j["cp"] = s.cp;
   j["rank"] = s.rank;

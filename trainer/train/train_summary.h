@@ -38,6 +38,10 @@ struct TrainSummary {
   double mean_iteration_seconds = 0;  // this invocation's steps
   double tokens_per_second = 0;       // all ranks, this invocation
   std::string policy;
+  // What priced the plans: the spec.scheduler.hardwareProfile path, or
+  // "built-in h100-sxm-80gb" when none is set.
+  std::string hardware_profile;
+  int64_t bucket_size_tokens = 0;  // BucketSize the plans used (bucketSize: auto resolved)
   int dp = 1;
   int cp = 1;
   int rank = 0;

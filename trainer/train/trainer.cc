@@ -15,6 +15,8 @@
 #include <mutex>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "common/file_util.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/model_config.h"
@@ -101,6 +103,7 @@ class Run {
   Status SetupMetrics();
   Status Resume();
   StatusOr<StepStats> Step(int64_t step, bool* stop_requested);
+  void SetupGradientOverlap();
   Status SaveCheckpoint(int64_t step_done);
   void Notice(const std::string& line) {
     if (rank_.rank == 0) log_ << "[skrull] " << line << std::endl;
@@ -127,6 +130,9 @@ class Run {
   std::unique_ptr<scheduler::CostModel> cost_;
   scheduler::Policy policy_ = scheduler::Policy::kSkrull;
   int64_t bucket_size_tokens_ = 0;
+  // spec.scheduler.hardwareProfile, loaded; null = the scheduler's built-in H100.
+  std::unique_ptr<scheduler::HardwareProfile> hardware_;
+  std::string hardware_profile_name_;  // for logs and the summary
   std::unique_ptr<metrics::TrainerMetrics> metrics_;
   uint64_t memory_capacity_bytes_ = 0;
 
@@ -135,6 +141,11 @@ class Run {
   std::string last_checkpoint_;
   bool stopped_early_ = false;
   std::vector<StepStats> history_;
+  // Gradient all-reduce overlapped with the last backward of a step (null:
+  // reduce after backward). Made by the first Step.
+  bool gradient_overlap_set_up_ = false;
+  std::unique_ptr<GradientReducer> grad_reducer_;
+  std::unique_ptr<GradReadyHooks> grad_hooks_;  // declared after grad_reducer_: dies first
 };
 
 Status Run::SetupDevice() {
@@ -250,11 +261,43 @@ Status Run::SetupScheduler() {
   cost_ = std::make_unique<scheduler::CostModel>(config_);
   StatusOr<uint64_t> capacity = metrics::ReadHostMemoryCapacityBytes();
   memory_capacity_bytes_ = capacity.ok() && device_.is_cpu() ? *capacity : 0;
-  if (job_.scheduler.bucket_size_auto) {
-    if (!device_.is_cpu() || memory_capacity_bytes_ == 0) {
+  const std::string& profile_path = job_.scheduler.hardware_profile;
+  int64_t profile_bucket_tokens = 0;
+  if (!profile_path.empty()) {
+    SKRULL_ASSIGN_OR_RETURN(HardwareProfileFile file, LoadHardwareProfileFile(profile_path));
+    hardware_ = std::make_unique<scheduler::HardwareProfile>(std::move(file.hardware));
+    hardware_profile_name_ = profile_path;
+    profile_bucket_tokens = file.bucket_size_tokens;
+  } else {
+    hardware_profile_name_ = "built-in " + scheduler::H100Profile().name;
+  }
+  std::string bucket_source;
+  if (!job_.scheduler.bucket_size_auto) {
+    bucket_size_tokens_ = job_.scheduler.bucket_size_tokens;
+    bucket_source = "spec.scheduler.bucketSize";
+  } else if (hardware_ != nullptr) {
+    if (profile_bucket_tokens <= 0) {
+      return InvalidArgumentError(
+          "spec.scheduler.hardwareProfile: " + profile_path +
+          ": has no \"bucket_size_tokens\", which spec.scheduler.bucketSize: auto takes from it; "
+          "write the profile with `skrull-trainer --profile --job FILE --out " +
+          profile_path + "` on this device, or set bucketSize to a token count");
+    }
+    bucket_size_tokens_ = profile_bucket_tokens;
+    bucket_source = "auto, from the hardware profile";
+  } else if (!device_.is_cpu()) {
+    return FailedPreconditionError(
+        "spec.scheduler.bucketSize: auto on " + device_.str() +
+        " needs a measured hardware profile: run `skrull-trainer --profile --job FILE --out "
+        "profile.json` on this machine and set spec.scheduler.hardwareProfile: profile.json, or "
+        "set bucketSize to a token count");
+  } else {
+    if (memory_capacity_bytes_ == 0) {
       return FailedPreconditionError(
-          "spec.scheduler.bucketSize: auto needs a memory profile of this device, which this "
-          "trainer cannot measure yet; set bucketSize to a token count");
+          "spec.scheduler.bucketSize: auto: no spec.scheduler.hardwareProfile is set and this "
+          "host's memory size cannot be read; run `skrull-trainer --profile --job FILE --out "
+          "profile.json` and set spec.scheduler.hardwareProfile: profile.json, or set bucketSize "
+          "to a token count");
     }
     bucket_size_tokens_ = cost_->BucketSizeTokens(static_cast<double>(memory_capacity_bytes_), 0.2);
     if (bucket_size_tokens_ <= 0) {
@@ -262,11 +305,17 @@ Status Run::SetupScheduler() {
           "spec.scheduler.bucketSize: auto: the model's weights and optimizer state leave no "
           "memory for activations on this host; use a smaller model or LoRA");
     }
-    Notice("bucketSize auto: " + std::to_string(bucket_size_tokens_) +
-           " tokens per rank (from host memory)");
-  } else {
-    bucket_size_tokens_ = job_.scheduler.bucket_size_tokens;
+    bucket_source =
+        "auto, estimated from host memory with the analytic memory model because no "
+        "spec.scheduler.hardwareProfile is set; for a measured value run `skrull-trainer "
+        "--profile --job FILE` and set it";
   }
+  Notice("hardware profile: " + hardware_profile_name_ +
+         (hardware_ != nullptr ? " (" + hardware_->name + ")" : std::string()) +
+         (policy_ == scheduler::Policy::kSkrull ? " prices the plans"
+                                                : " (only the skrull policy prices plans)") +
+         "; bucketSize " + std::to_string(bucket_size_tokens_) + " tokens per rank (" +
+         bucket_source + ")");
   return OkStatus();
 }
 
@@ -390,10 +439,30 @@ uint64_t Run::PeakMemoryBytes() const {
   return rss.ok() ? *rss : 0;
 }
 
+void Run::SetupGradientOverlap() {
+  gradient_overlap_set_up_ = true;
+  // The reducer sums the parameters' own .grad, which is what
+  // Optimizer::ReducibleGradients() hands out only for float32 parameters
+  // (mixed precision reduces float32 master copies made after backward).
+  std::vector<at::Tensor> params;
+  for (const model::NamedTensor& p : optimizer_->params()) {
+    if (p.second.scalar_type() != c10::kFloat) return;
+    params.push_back(p.second);
+  }
+  grad_reducer_ = coll_->MakeGradientReducer(params);
+  if (grad_reducer_ != nullptr) {
+    grad_hooks_ = std::make_unique<GradReadyHooks>(params, grad_reducer_.get());
+  }
+}
+
 StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   const Clock::time_point t0 = Clock::now();
   StepStats stats;
   stats.step = step;
+  if (!gradient_overlap_set_up_) SetupGradientOverlap();
+  // Waits before this step (resume agreement, checkpoint barriers) are not its own.
+  coll_->TakeWaitSeconds();
+  if (cp_attention_ != nullptr) cp_attention_->TakeCommWaitSeconds();
 
   // The global batch and its plan: the same on every rank.
   const std::vector<int64_t> indices = sampler_->GlobalBatch(step);
@@ -408,6 +477,7 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   scheduler::ScheduleOptions so;
   so.topology = {job_.parallelism.data_parallel, job_.parallelism.context_parallel};
   so.bucket_size_tokens = bucket_size_tokens_;
+  so.hardware = hardware_.get();  // null: the scheduler's built-in H100 profile
   StatusOr<scheduler::Plan> planned = scheduler::Schedule(policy_, sequences, so, *cost_);
   if (!planned.ok()) return planned.status().WithContext("step " + std::to_string(step));
   int64_t runtime_rollbacks = 0;
@@ -428,31 +498,37 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
                   static_cast<int64_t>(samples[id].input_ids.size())};
   }
 
-  const Clock::time_point t_compute = Clock::now();
+  // Forward/backward, the gradient and scalar reductions, the optimizer: the
+  // waits on other ranks inside this window are reported apart from compute.
+  const Clock::time_point t_work = Clock::now();
   SKRULL_ASSIGN_OR_RETURN(
       RankStepWork work,
       AccumulateGradients(model_.get(), plan, tokens, rank_.dp_rank, rank_.cp_rank,
-                          std::max<int64_t>(1, global_labels), cp_attention_));
-  std::vector<at::Tensor> grads = optimizer_->ReducibleGradients();
-  model::compat::Synchronize(device_);
-  const double compute_seconds = SecondsSince(t_compute);
-
-  const Clock::time_point t_comm = Clock::now();
-  SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(grads));
+                          std::max<int64_t>(1, global_labels), cp_attention_, grad_hooks_.get()));
+  if (grad_reducer_ != nullptr) {
+    model::compat::Synchronize(device_);
+    SKRULL_RETURN_IF_ERROR(grad_reducer_->Finish());
+    optimizer_->ReducibleGradients();  // the reduced .grad tensors themselves (float32)
+  } else {
+    std::vector<at::Tensor> grads = optimizer_->ReducibleGradients();
+    model::compat::Synchronize(device_);
+    SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(grads));
+  }
   const bool stop_here = options_.stop_signal != nullptr && options_.stop_signal->load() != 0;
   std::vector<double> scalars = {work.loss_sum, stop_here ? 1.0 : 0.0};
   SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(&scalars));
   model::compat::Synchronize(device_);
-  const double comm_seconds = SecondsSince(t_comm);
   *stop_requested = scalars[1] > 0;
 
-  const Clock::time_point t_opt = Clock::now();
   stats.loss = scalars[0] / static_cast<double>(std::max<int64_t>(1, global_labels));
   stats.lr = LearningRateAt(lr_, step);
   stats.grad_norm = optimizer_->Step(stats.lr);
   model::compat::Synchronize(device_);
-  const double optimizer_seconds = SecondsSince(t_opt);
+  const double work_seconds = SecondsSince(t_work);
   stats.seconds = SecondsSince(t0);
+  const double cp_wait_seconds =
+      cp_attention_ != nullptr ? cp_attention_->TakeCommWaitSeconds() : 0.0;
+  const double dp_wait_seconds = coll_->TakeWaitSeconds();
 
   // Metrics of this rank.
   metrics::StepRecord r;
@@ -467,9 +543,12 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   r.hardware_flops = r.model_flops;
   r.step_seconds = stats.seconds;
   r.scheduler_seconds = plan.schedule_seconds;
-  r.phase_seconds.compute = compute_seconds + optimizer_seconds;
-  r.phase_seconds.dp_comm_wait = comm_seconds;
-  r.phase_seconds.idle = std::max(0.0, stats.seconds - r.phase_seconds.compute - comm_seconds);
+  // Both waits lie inside the work window, so compute + waits <= step.
+  r.phase_seconds.cp_comm_wait = cp_wait_seconds;
+  r.phase_seconds.dp_comm_wait = dp_wait_seconds;
+  r.phase_seconds.compute = std::max(0.0, work_seconds - cp_wait_seconds - dp_wait_seconds);
+  r.phase_seconds.idle =
+      std::max(0.0, stats.seconds - r.phase_seconds.compute - cp_wait_seconds - dp_wait_seconds);
   r.rank_tokens_peak = static_cast<uint64_t>(work.rank_tokens_peak);
   r.bucket_size_tokens = static_cast<uint64_t>(bucket_size_tokens_);
   r.memory_peak_bytes = PeakMemoryBytes();
@@ -549,6 +628,8 @@ TrainSummary Run::Summary() const {
   s.mean_iteration_seconds = history_.empty() ? 0 : seconds / history_.size();
   s.tokens_per_second = seconds > 0 ? tokens / seconds : 0;
   s.policy = scheduler::PolicyName(policy_);
+  s.hardware_profile = hardware_profile_name_;
+  s.bucket_size_tokens = bucket_size_tokens_;
   s.dp = job_.parallelism.data_parallel;
   s.cp = job_.parallelism.context_parallel;
   s.rank = rank_.rank;
@@ -657,6 +738,39 @@ StatusOr<RankContext> MakeRankContext(const api::JobSpec& job, int rank, int wor
   return r;
 }
 
+StatusOr<HardwareProfileFile> LoadHardwareProfileFile(const std::string& path) {
+  const std::string where = "spec.scheduler.hardwareProfile: " + path + ": ";
+  StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) {
+    const std::string fix =
+        "; write it with `skrull-trainer --profile --job FILE --out " + path + "` or fix the path";
+    if (text.status().code() == StatusCode::kNotFound) {
+      return NotFoundError(where + "no such file" + fix);
+    }
+    return Status(text.status().code(),
+                  "spec.scheduler.hardwareProfile: " + text.status().message() + fix);
+  }
+  StatusOr<scheduler::HardwareProfile> hardware = scheduler::ParseHardwareProfileJson(*text, path);
+  if (!hardware.ok()) {
+    return InvalidArgumentError("spec.scheduler.hardwareProfile: " + hardware.status().message() +
+                                "; expected a hardware-profile JSON as written by `skrull-trainer "
+                                "--profile` or shipped in scheduler/profiles/");
+  }
+  HardwareProfileFile file;
+  file.path = path;
+  file.hardware = std::move(*hardware);
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("bucket_size_tokens")) {
+    const nlohmann::json& b = j.at("bucket_size_tokens");
+    if (!b.is_number_integer() || b.get<int64_t>() <= 0) {
+      return InvalidArgumentError(where + "bucket_size_tokens: must be a positive integer (got " +
+                                  b.dump() + "); re-run `skrull-trainer --profile`");
+    }
+    file.bucket_size_tokens = b.get<int64_t>();
+  }
+  return file;
+}
+
 std::string JobSpecHash(const api::JobSpec& job) {
   api::JobSpec j = job;
   j.name.clear();
@@ -673,6 +787,9 @@ std::string JobSpecHash(const api::JobSpec& job) {
   j.image = api::ImageSpec();
   j.tuning = api::TuningSpec();
   j.source_dir.clear();
+  // Where the profile lives only changes how plans are priced, never the
+  // math (plans are equivalent), so a moved or re-measured profile resumes.
+  j.scheduler.hardware_profile.clear();
   const std::string text = api::ToYaml(j);
   uint64_t h = 1469598103934665603ull;  // FNV-1a 64
   for (unsigned char c : text) {

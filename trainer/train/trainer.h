@@ -16,6 +16,14 @@
 // order, optimizer state and LR schedule, so its losses and weights match an
 // uninterrupted run's.
 //
+// Hardware profile and BucketSize: spec.scheduler.hardwareProfile, when set,
+// is loaded once (LoadHardwareProfileFile) and prices every step's plan
+// (ScheduleOptions::hardware); unset, the scheduler's built-in H100 profile
+// does. bucketSize auto takes the profile's bucket_size_tokens; with no
+// profile a CPU run derives it from host memory with the analytic memory
+// model (with a notice) and a CUDA run fails, asking for
+// `skrull-trainer --profile`. Rank 0 logs which profile and BucketSize it used.
+//
 // Device and precision: CUDA (cuda:<local rank>) when resources.gpusPerProc
 // > 0 and a GPU is visible, else CPU. CPU runs train in float32 (a bf16 spec
 // is run in float32 on CPU, with a notice).
@@ -35,6 +43,7 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
+#include "scheduler/hardware_profile.h"
 #include "scheduler/plan.h"
 #include "trainer/train/collectives.h"
 #include "trainer/train/context_parallel.h"
@@ -88,6 +97,22 @@ struct TrainerOptions {
 // are caught and returned as Internal. Writes the summary (options).
 StatusOr<TrainSummary> RunTrainer(const api::JobSpec& job, const RankContext& rank,
                                   Collectives* collectives, const TrainerOptions& options = {});
+
+// A hardware-profile file as the trainer uses it (spec.scheduler.hardwareProfile):
+// the scheduler's HardwareProfile and, from files written by
+// `skrull-trainer --profile` (trainer/dist/profile.h), the measured BucketSize.
+struct HardwareProfileFile {
+  std::string path;
+  scheduler::HardwareProfile hardware;
+  int64_t bucket_size_tokens = 0;  // top-level "bucket_size_tokens"; 0 when absent
+};
+
+// Reads `path` and parses it with scheduler::ParseHardwareProfileJson.
+// Errors start with "spec.scheduler.hardwareProfile: <path>: " and say how
+// to fix it: NotFound when the file is missing, IoError when it cannot be
+// read, InvalidArgument when the scheduler cannot parse it or
+// "bucket_size_tokens" is present but not a positive integer.
+StatusOr<HardwareProfileFile> LoadHardwareProfileFile(const std::string& path);
 
 // Stable hash of the parts of a job that must not change across a resume
 // (model, data, parallelism, scheduler, optimizer; not steps, outputDir,

@@ -1,4 +1,4 @@
-// bench_trainer_policies: trains the same bimodal long-context job under
+// bench_trainer_policies: trains the same long-context job under
 // several scheduler policies (default skrull, cp-all, balanced-cp) with the
 // same processes layout (default DP=1 x CP=2: two processes), one after the
 // other in one run, and prints per policy the mean iteration time (after
@@ -12,8 +12,22 @@
 //   bench_trainer_policies [--steps 6] [--warmup 2] [--dp 1] [--cp 2]
 //     [--policies skrull,cp-all,balanced-cp] [--samples 64] [--batch 16]
 //     [--short 32:256] [--long 1536:3072] [--long-fraction 0.4]
-//     [--bucket 2048] [--hidden 64] [--layers 2] [--heads 4] [--kv-heads 2]
+//     [--lengths bimodal|wikipedia|lmsyschat1m|chatqa2|llama3-mix]
+//     [--max-length N] [--bucket 2048|auto] [--hardware-profile FILE]
+//     [--hidden 64] [--layers 2] [--heads 4] [--kv-heads 2]
 //     [--threads 1] [--repeats 2] [--json FILE] [--keep DIR]
+//
+// Lengths: `bimodal` (default) draws --long-fraction of the samples uniformly
+// from --long and the rest from --short. A dataset name draws from that
+// dataset's CDF in bench/length_samplers.h (the paper's Table 1; wikipedia and
+// lmsyschat1m: about 88% of samples < 1K tokens, a rare long tail), cut at
+// --max-length (default: the BucketSize): the CDF is kept exactly below the
+// cut and the mass above it is folded into the last segment below it, so the
+// long tail still exists but ends at what this small CPU run can afford.
+//
+// --hardware-profile FILE puts `hardwareProfile: FILE` in every job (the
+// skrull policy then prices its plans with it); --bucket auto then takes
+// the profile's bucket_size_tokens (written by `skrull-trainer --profile`).
 //
 // Policies run interleaved (A B C A B C ...) and each policy's best round is
 // reported, so load from other processes on the machine biases no policy.
@@ -26,6 +40,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -34,10 +49,13 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
+#include "bench/length_samplers.h"
 #include "common/file_util.h"
 #include "trainer/dist/distributed_trainer.h"
 #include "trainer/dist/launcher.h"
+#include "trainer/dist/profile.h"
 #include "trainer/dist/testing/fork_ranks.h"
+#include "trainer/train/trainer.h"
 
 namespace {
 
@@ -56,7 +74,11 @@ struct Flags {
   int short_min = 32, short_max = 256;
   int long_min = 1536, long_max = 3072;
   double long_fraction = 0.4;
-  int64_t bucket = 2048;
+  std::string lengths = "bimodal";  // or a bench::Dataset name
+  int64_t max_length = 0;           // dataset lengths cut here; 0 = the bucket
+  int64_t bucket = 2048;            // tokens; from the profile when bucket_auto
+  bool bucket_auto = false;
+  std::string hardware_profile;  // absolute path; "" = none
   int hidden = 64;
   int layers = 2;
   int heads = 4;
@@ -78,7 +100,8 @@ bool ParseRange(const std::string& v, int* lo, int* hi) {
 int Usage(const std::string& msg) {
   std::cerr << "bench_trainer_policies: " << msg
             << "\nflags: --steps --warmup --dp --cp --policies a,b --samples --batch --short A:B "
-               "--long A:B --long-fraction F --bucket --hidden --layers --heads --kv-heads "
+               "--long A:B --long-fraction F --lengths bimodal|DATASET --max-length N "
+               "--bucket N|auto --hardware-profile FILE --hidden --layers --heads --kv-heads "
                "--threads --repeats --json FILE --keep DIR\n";
   return 2;
 }
@@ -94,16 +117,50 @@ std::string ConfigJson(const Flags& f) {
   return c.str();
 }
 
-std::string DataJsonl(const Flags& f) {
+// `name`'s length distribution (bench/length_samplers.h) cut at `max_tokens`:
+// the knots below the cut as they are, then (max_tokens, 1), so P(L < x) is
+// the dataset's for every knot x < max_tokens and no sample is longer.
+StatusOr<bench::LengthSampler> CutDataset(const std::string& name, int64_t max_tokens) {
+  SKRULL_ASSIGN_OR_RETURN(bench::LengthSampler full, bench::Dataset(name));
+  if (max_tokens >= full.LongestTokens()) return full;
+  std::vector<bench::CdfKnot> knots;
+  for (const bench::CdfKnot& k : full.knots()) {
+    if (k.length_tokens < max_tokens) knots.push_back(k);
+  }
+  if (knots.empty()) {
+    return InvalidArgumentError("--max-length " + std::to_string(max_tokens) +
+                                " is not above the shortest " + name + " sequence (" +
+                                std::to_string(full.knots().front().length_tokens) + " tokens)");
+  }
+  knots.push_back({max_tokens, 1.0});
+  return bench::LengthSampler::FromCdf(
+      name + "<=" + std::to_string(max_tokens),
+      full.description() + ", cut at " + std::to_string(max_tokens) + " tokens", knots);
+}
+
+// Sample lengths: the bimodal mix, or `sampler` when set.
+std::vector<int64_t> SampleLengths(const Flags& f, const bench::LengthSampler* sampler) {
+  if (sampler != nullptr) return sampler->SampleMany(f.samples, 5);
   std::mt19937 rng(5);
-  std::ostringstream out;
+  std::vector<int64_t> lengths;
   for (int i = 0; i < f.samples; ++i) {
     const bool is_long = std::bernoulli_distribution(f.long_fraction)(rng);
-    const int len = is_long ? std::uniform_int_distribution<int>(f.long_min, f.long_max)(rng)
-                            : std::uniform_int_distribution<int>(f.short_min, f.short_max)(rng);
+    lengths.push_back(is_long ? std::uniform_int_distribution<int>(f.long_min, f.long_max)(rng)
+                              : std::uniform_int_distribution<int>(f.short_min, f.short_max)(rng));
+  }
+  return lengths;
+}
+
+std::string DataJsonl(const std::vector<int64_t>& lengths) {
+  std::mt19937 rng(5);
+  std::ostringstream out;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const int64_t len = lengths[i];
     const int start = std::uniform_int_distribution<int>(0, 250)(rng);
     out << "{\"input_ids\": [";
-    for (int p = 0; p < len; ++p) out << (p ? "," : "") << (start + p * (1 + i % 5)) % 251;
+    for (int64_t p = 0; p < len; ++p) {
+      out << (p ? "," : "") << (start + p * static_cast<int64_t>(1 + i % 5)) % 251;
+    }
     out << "]}\n";
   }
   return out.str();
@@ -117,9 +174,11 @@ std::string JobYaml(const Flags& f, const fs::path& root, const std::string& pol
     << "  data:\n    path: " << (root / "data.jsonl").string() << "\n"
     << "  parallelism:\n    nodes: 1\n    procsPerNode: " << f.dp * f.cp
     << "\n    dataParallel: " << f.dp << "\n    contextParallel: " << f.cp << "\n"
-    << "  scheduler:\n    policy: " << policy << "\n    bucketSize: " << f.bucket
-    << "\n    batchSize: " << f.batch << "\n    seed: 2\n"
-    << "  training:\n    steps: " << f.steps << "\n    learningRate: 0.001\n"
+    << "  scheduler:\n    policy: " << policy
+    << "\n    bucketSize: " << (f.bucket_auto ? std::string("auto") : std::to_string(f.bucket))
+    << "\n    batchSize: " << f.batch << "\n    seed: 2\n";
+  if (!f.hardware_profile.empty()) y << "    hardwareProfile: " << f.hardware_profile << "\n";
+  y << "  training:\n    steps: " << f.steps << "\n    learningRate: 0.001\n"
     << "    outputDir: " << (root / run / "out").string() << "\n    checkpointEvery: 0\n"
     << "  resources:\n    gpusPerProc: 0\n  metrics:\n    port: 0\n";
   return y.str();
@@ -229,8 +288,16 @@ int main(int argc, char** argv) {
       f.samples = std::atoi(value().c_str());
     else if (a == "--batch")
       f.batch = std::atoi(value().c_str());
-    else if (a == "--bucket")
-      f.bucket = std::atoll(value().c_str());
+    else if (a == "--bucket") {
+      const std::string v = value();
+      f.bucket_auto = v == "auto";
+      f.bucket = f.bucket_auto ? 0 : std::atoll(v.c_str());
+    } else if (a == "--lengths")
+      f.lengths = value();
+    else if (a == "--max-length")
+      f.max_length = std::atoll(value().c_str());
+    else if (a == "--hardware-profile")
+      f.hardware_profile = value();
     else if (a == "--hidden")
       f.hidden = std::atoi(value().c_str());
     else if (a == "--layers")
@@ -264,19 +331,62 @@ int main(int argc, char** argv) {
   if (f.steps <= f.warmup || f.policies.empty() || f.dp < 1 || f.cp < 1) {
     return Usage("need --steps > --warmup, at least one policy, dp and cp >= 1");
   }
+  if (!f.hardware_profile.empty()) {
+    std::error_code ec;
+    f.hardware_profile = fs::absolute(f.hardware_profile, ec).lexically_normal().string();
+    StatusOr<train::HardwareProfileFile> profile =
+        train::LoadHardwareProfileFile(f.hardware_profile);
+    if (!profile.ok()) return Usage("--hardware-profile: " + profile.status().message());
+    if (f.bucket_auto) {
+      // The trainer takes the same value; the bench needs it for --max-length.
+      if (profile->bucket_size_tokens <= 0) {
+        return Usage("--bucket auto: " + f.hardware_profile +
+                     " has no bucket_size_tokens; re-run skrull-trainer --profile");
+      }
+      f.bucket = profile->bucket_size_tokens;
+    }
+  } else if (f.bucket_auto) {
+    return Usage("--bucket auto needs --hardware-profile FILE (see skrull-trainer --profile)");
+  }
+  if (f.bucket <= 0) return Usage("--bucket must be a positive token count or auto");
+  std::optional<bench::LengthSampler> sampler;
+  if (f.lengths != "bimodal") {
+    StatusOr<bench::LengthSampler> cut =
+        CutDataset(f.lengths, f.max_length > 0 ? f.max_length : f.bucket);
+    if (!cut.ok()) return Usage("--lengths " + f.lengths + ": " + cut.status().message());
+    sampler = *cut;
+  }
+  const std::vector<int64_t> lengths = SampleLengths(f, sampler ? &*sampler : nullptr);
   const fs::path root = f.keep.empty() ? fs::temp_directory_path() /
                                              ("skrull_bench_trainer_" + std::to_string(getpid()))
                                        : fs::path(f.keep);
   fs::create_directories(root);
   std::ofstream(root / "config.json") << ConfigJson(f);
-  std::ofstream(root / "data.jsonl") << DataJsonl(f);
+  std::ofstream(root / "data.jsonl") << DataJsonl(lengths);
+  int64_t under_1k = 0, longest = 0, total = 0;
+  for (int64_t len : lengths) {
+    under_1k += len < 1024;
+    longest = std::max(longest, len);
+    total += len;
+  }
+  std::ostringstream data;
+  if (sampler) {
+    data << sampler->description();
+  } else {
+    data << 100 * (1 - f.long_fraction) << "% short " << f.short_min << ".." << f.short_max << ", "
+         << 100 * f.long_fraction << "% long " << f.long_min << ".." << f.long_max;
+  }
   std::cout << "bench_trainer_policies: DP=" << f.dp << " x CP=" << f.cp << " (" << f.dp * f.cp
             << " processes, Gloo on loopback), " << f.steps << " steps (" << f.warmup
             << " warm-up), batch " << f.batch << "/DP rank, bucketSize " << f.bucket
-            << "; data: " << f.samples << " samples, " << 100 * (1 - f.long_fraction) << "% short "
-            << f.short_min << ".." << f.short_max << ", " << 100 * f.long_fraction << "% long "
-            << f.long_min << ".." << f.long_max << "; model: hidden " << f.hidden << ", "
-            << f.layers << " layers, " << f.heads << "/" << f.kv_heads << " heads; " << f.threads
+            << (f.bucket_auto ? " (auto, from the profile)" : "") << "; hardware profile "
+            << (f.hardware_profile.empty() ? "built-in (none given)" : f.hardware_profile)
+            << "; data: " << f.samples << " samples, " << data.str()
+            << " (drawn: " << std::setprecision(3)
+            << 100.0 * under_1k / std::max<size_t>(1, lengths.size()) << "% < 1K, mean "
+            << total / std::max<int64_t>(1, f.samples) << ", longest " << longest << ")"
+            << std::setprecision(6) << "; model: hidden " << f.hidden << ", " << f.layers
+            << " layers, " << f.heads << "/" << f.kv_heads << " heads; " << f.threads
             << " thread(s) per rank\n";
 
   std::vector<PolicyResult> results(f.policies.size());
