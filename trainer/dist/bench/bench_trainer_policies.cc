@@ -13,7 +13,7 @@
 //     [--policies skrull,cp-all,balanced-cp] [--samples 64] [--batch 16]
 //     [--short 32:256] [--long 1536:3072] [--long-fraction 0.4]
 //     [--lengths bimodal|wikipedia|lmsyschat1m|chatqa2|llama3-mix]
-//     [--max-length N] [--bucket 2048|auto] [--hardware-profile FILE]
+//     [--max-length N] [--bucket 2048|auto] [--hardware-profile FILE|measure]
 //     [--hidden 64] [--layers 2] [--heads 4] [--kv-heads 2]
 //     [--threads 1] [--repeats 2] [--json FILE] [--keep DIR]
 //
@@ -28,6 +28,9 @@
 // --hardware-profile FILE puts `hardwareProfile: FILE` in every job (the
 // skrull policy then prices its plans with it); --bucket auto then takes
 // the profile's bucket_size_tokens (written by `skrull-trainer --profile`).
+// --hardware-profile measure first profiles this machine with the bench's
+// own job and layout (what `skrull-trainer --profile` does) into
+// <dir>/profile.json and uses that.
 //
 // Policies run interleaved (A B C A B C ...) and each policy's best round is
 // reported, so load from other processes on the machine biases no policy.
@@ -98,11 +101,12 @@ bool ParseRange(const std::string& v, int* lo, int* hi) {
 }
 
 int Usage(const std::string& msg) {
-  std::cerr << "bench_trainer_policies: " << msg
-            << "\nflags: --steps --warmup --dp --cp --policies a,b --samples --batch --short A:B "
-               "--long A:B --long-fraction F --lengths bimodal|DATASET --max-length N "
-               "--bucket N|auto --hardware-profile FILE --hidden --layers --heads --kv-heads "
-               "--threads --repeats --json FILE --keep DIR\n";
+  std::cerr
+      << "bench_trainer_policies: " << msg
+      << "\nflags: --steps --warmup --dp --cp --policies a,b --samples --batch --short A:B "
+         "--long A:B --long-fraction F --lengths bimodal|DATASET --max-length N "
+         "--bucket N|auto --hardware-profile FILE|measure --hidden --layers --heads --kv-heads "
+         "--threads --repeats --json FILE --keep DIR\n";
   return 2;
 }
 
@@ -200,6 +204,47 @@ struct PolicyResult {
   int64_t rollbacks = 0;
 };
 
+// Rank `rank` of the bench's forked world (all ranks on this node).
+dist::RankEnv ForkedRankEnv(const Flags& f, int rank, int port) {
+  dist::RankEnv env;
+  env.rank = rank;
+  env.world_size = f.dp * f.cp;
+  env.local_rank = rank;
+  env.local_world_size = f.dp * f.cp;
+  env.master_port = port;
+  return env;
+}
+
+// Profiles the bench job's model and layout on this machine (as
+// `skrull-trainer --profile --job`) into <root>/profile.json.
+StatusOr<std::string> MeasureProfile(const Flags& f, const fs::path& root) {
+  fs::create_directories(root / "profile");
+  const std::string job_file = (root / "profile" / "job.yaml").string();
+  Flags unprofiled = f;
+  unprofiled.hardware_profile.clear();
+  std::ofstream(job_file) << JobYaml(unprofiled, root, "skrull", "profile");
+  const std::string out = (root / "profile.json").string();
+  Status st = dist::testing::RunForkedRanks(
+      f.dp * f.cp,
+      [&](int rank, int port) {
+        setenv("OMP_NUM_THREADS", std::to_string(f.threads).c_str(), 1);
+        auto job = api::LoadJobSpecFile(job_file);
+        if (!job.ok()) {
+          std::cerr << job.status() << "\n";
+          return 2;
+        }
+        dist::ProfileOptions po;
+        po.out_path = out;
+        po.device = "cpu";
+        Status s = dist::RunProfileRank(*job, ForkedRankEnv(f, rank, port), po);
+        if (!s.ok()) std::cerr << "profile rank " << rank << ": " << s << "\n";
+        return s.ok() ? 0 : 1;
+      },
+      std::chrono::seconds(600));
+  if (!st.ok()) return st.WithContext("--hardware-profile measure");
+  return out;
+}
+
 PolicyResult RunPolicy(const Flags& f, const fs::path& root, const std::string& policy, int round) {
   PolicyResult r;
   r.policy = policy;
@@ -218,17 +263,11 @@ PolicyResult RunPolicy(const Flags& f, const fs::path& root, const std::string& 
           return 2;
         }
         std::ostringstream quiet;
-        dist::RankEnv env;
-        env.rank = rank;
-        env.world_size = world;
-        env.local_rank = rank;
-        env.local_world_size = world;
-        env.master_port = port;
         dist::DistributedRunOptions o;
         o.trainer.device = "cpu";
         o.trainer.serve_metrics = false;
         o.trainer.log = &quiet;
-        auto s = dist::RunDistributedTrainer(*job, env, o);
+        auto s = dist::RunDistributedTrainer(*job, ForkedRankEnv(f, rank, port), o);
         if (!s.ok()) std::cerr << policy << " rank " << rank << ": " << s.status() << "\n";
         return s.ok() ? 0 : 1;
       },
@@ -331,6 +370,19 @@ int main(int argc, char** argv) {
   if (f.steps <= f.warmup || f.policies.empty() || f.dp < 1 || f.cp < 1) {
     return Usage("need --steps > --warmup, at least one policy, dp and cp >= 1");
   }
+  const fs::path root = f.keep.empty() ? fs::temp_directory_path() /
+                                             ("skrull_bench_trainer_" + std::to_string(getpid()))
+                                       : fs::path(f.keep);
+  fs::create_directories(root);
+  std::ofstream(root / "config.json") << ConfigJson(f);
+  if (f.hardware_profile == "measure") {
+    StatusOr<std::string> measured = MeasureProfile(f, root);
+    if (!measured.ok()) {
+      std::cerr << "bench_trainer_policies: " << measured.status() << "\n";
+      return 1;
+    }
+    f.hardware_profile = *measured;
+  }
   if (!f.hardware_profile.empty()) {
     std::error_code ec;
     f.hardware_profile = fs::absolute(f.hardware_profile, ec).lexically_normal().string();
@@ -357,11 +409,6 @@ int main(int argc, char** argv) {
     sampler = *cut;
   }
   const std::vector<int64_t> lengths = SampleLengths(f, sampler ? &*sampler : nullptr);
-  const fs::path root = f.keep.empty() ? fs::temp_directory_path() /
-                                             ("skrull_bench_trainer_" + std::to_string(getpid()))
-                                       : fs::path(f.keep);
-  fs::create_directories(root);
-  std::ofstream(root / "config.json") << ConfigJson(f);
   std::ofstream(root / "data.jsonl") << DataJsonl(lengths);
   int64_t under_1k = 0, longest = 0, total = 0;
   for (int64_t len : lengths) {
