@@ -108,38 +108,22 @@ struct RunResult {
 RunResult Train(const fs::path& root, const RunSpec& r) {
   const std::string job_file = WriteJob(root, r);
   const int world = r.dp * r.cp;
-  Status st = testing::RunForkedRanks(
-      world,
-      [&](int rank, int port) {
-        auto job = api::LoadJobSpecFile(job_file);
-        if (!job.ok()) {
-          std::cerr << job.status() << "\n";
-          return 2;
-        }
+  Status st = testing::RunForkedJobRanks(
+      job_file, world, r.Name(),
+      [&](const api::JobSpec& job, const RankEnv& env) -> Status {
         std::ostringstream quiet;
         train::TrainerOptions options;
         options.device = "cpu";
         options.serve_metrics = false;
         options.log = &quiet;
         if (world == 1) {
-          auto ctx = train::MakeRankContext(*job, 0, 1, 0);
+          SKRULL_ASSIGN_OR_RETURN(train::RankContext ctx, train::MakeRankContext(job, 0, 1, 0));
           train::LocalCollectives coll;
-          auto s = train::RunTrainer(*job, *ctx, &coll, options);
-          if (!s.ok()) std::cerr << s.status() << "\n";
-          return s.ok() ? 0 : 1;
+          return train::RunTrainer(job, ctx, &coll, options).status();
         }
-        RankEnv env;
-        env.rank = rank;
-        env.world_size = world;
-        env.local_rank = rank;
-        env.local_world_size = world;
-        env.master_port = port;
-        env.rendezvous_timeout_seconds = 60;
         DistributedRunOptions dopts;
         dopts.trainer = options;
-        auto s = RunDistributedTrainer(*job, env, dopts);
-        if (!s.ok()) std::cerr << "rank " << rank << ": " << s.status() << "\n";
-        return s.ok() ? 0 : 1;
+        return RunDistributedTrainer(job, env, dopts).status();
       },
       std::chrono::seconds(120));
   EXPECT_TRUE(st.ok()) << r.Name() << ": " << st;

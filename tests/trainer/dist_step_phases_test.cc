@@ -82,30 +82,16 @@ class StepPhasesTest : public ::testing::Test {
       << "  resources:\n    gpusPerProc: 0\n  metrics:\n    port: 0\n";
     const std::string job_file = (dir / "job.yaml").string();
     std::ofstream(job_file) << y.str();
-    Status st = testing::RunForkedRanks(
-        dp * cp,
-        [&](int rank, int port) {
-          auto job = api::LoadJobSpecFile(job_file);
-          if (!job.ok()) {
-            std::cerr << job.status() << "\n";
-            return 2;
-          }
+    Status st = testing::RunForkedJobRanks(
+        job_file, dp * cp, name,
+        [&](const api::JobSpec& job, const RankEnv& env) {
           std::ostringstream quiet;
-          RankEnv env;
-          env.rank = rank;
-          env.world_size = dp * cp;
-          env.local_rank = rank;
-          env.local_world_size = dp * cp;
-          env.master_port = port;
-          env.rendezvous_timeout_seconds = 60;
           DistributedRunOptions o;
           o.trainer.device = "cpu";
           o.trainer.serve_metrics = false;
           o.trainer.log = &quiet;
           o.collectives = collectives;
-          auto s = RunDistributedTrainer(*job, env, o);
-          if (!s.ok()) std::cerr << "rank " << rank << ": " << s.status() << "\n";
-          return s.ok() ? 0 : 1;
+          return RunDistributedTrainer(job, env, o).status();
         },
         std::chrono::seconds(120));
     EXPECT_TRUE(st.ok()) << name << ": " << st;

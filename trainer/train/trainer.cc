@@ -508,7 +508,9 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   if (grad_reducer_ != nullptr) {
     model::compat::Synchronize(device_);
     SKRULL_RETURN_IF_ERROR(grad_reducer_->Finish());
-    optimizer_->ReducibleGradients();  // the reduced .grad tensors themselves (float32)
+    // Step() requires it; for float32 parameters it hands out the .grad
+    // tensors the reducer just summed, so nothing is reduced twice.
+    optimizer_->ReducibleGradients();
   } else {
     std::vector<at::Tensor> grads = optimizer_->ReducibleGradients();
     model::compat::Synchronize(device_);

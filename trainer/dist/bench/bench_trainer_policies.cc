@@ -204,17 +204,6 @@ struct PolicyResult {
   int64_t rollbacks = 0;
 };
 
-// Rank `rank` of the bench's forked world (all ranks on this node).
-dist::RankEnv ForkedRankEnv(const Flags& f, int rank, int port) {
-  dist::RankEnv env;
-  env.rank = rank;
-  env.world_size = f.dp * f.cp;
-  env.local_rank = rank;
-  env.local_world_size = f.dp * f.cp;
-  env.master_port = port;
-  return env;
-}
-
 // Profiles the bench job's model and layout on this machine (as
 // `skrull-trainer --profile --job`) into <root>/profile.json.
 StatusOr<std::string> MeasureProfile(const Flags& f, const fs::path& root) {
@@ -224,21 +213,14 @@ StatusOr<std::string> MeasureProfile(const Flags& f, const fs::path& root) {
   unprofiled.hardware_profile.clear();
   std::ofstream(job_file) << JobYaml(unprofiled, root, "skrull", "profile");
   const std::string out = (root / "profile.json").string();
-  Status st = dist::testing::RunForkedRanks(
-      f.dp * f.cp,
-      [&](int rank, int port) {
+  Status st = dist::testing::RunForkedJobRanks(
+      job_file, f.dp * f.cp, "profile",
+      [&](const api::JobSpec& job, const dist::RankEnv& env) {
         setenv("OMP_NUM_THREADS", std::to_string(f.threads).c_str(), 1);
-        auto job = api::LoadJobSpecFile(job_file);
-        if (!job.ok()) {
-          std::cerr << job.status() << "\n";
-          return 2;
-        }
         dist::ProfileOptions po;
         po.out_path = out;
         po.device = "cpu";
-        Status s = dist::RunProfileRank(*job, ForkedRankEnv(f, rank, port), po);
-        if (!s.ok()) std::cerr << "profile rank " << rank << ": " << s << "\n";
-        return s.ok() ? 0 : 1;
+        return dist::RunProfileRank(job, env, po);
       },
       std::chrono::seconds(600));
   if (!st.ok()) return st.WithContext("--hardware-profile measure");
@@ -252,24 +234,16 @@ PolicyResult RunPolicy(const Flags& f, const fs::path& root, const std::string& 
   fs::create_directories(root / run);
   const std::string job_file = (root / run / "job.yaml").string();
   std::ofstream(job_file) << JobYaml(f, root, policy, run);
-  const int world = f.dp * f.cp;
-  Status st = dist::testing::RunForkedRanks(
-      world,
-      [&](int rank, int port) {
+  Status st = dist::testing::RunForkedJobRanks(
+      job_file, f.dp * f.cp, policy,
+      [&](const api::JobSpec& job, const dist::RankEnv& env) {
         setenv("OMP_NUM_THREADS", std::to_string(f.threads).c_str(), 1);
-        auto job = api::LoadJobSpecFile(job_file);
-        if (!job.ok()) {
-          std::cerr << job.status() << "\n";
-          return 2;
-        }
         std::ostringstream quiet;
         dist::DistributedRunOptions o;
         o.trainer.device = "cpu";
         o.trainer.serve_metrics = false;
         o.trainer.log = &quiet;
-        auto s = dist::RunDistributedTrainer(*job, ForkedRankEnv(f, rank, port), o);
-        if (!s.ok()) std::cerr << policy << " rank " << rank << ": " << s.status() << "\n";
-        return s.ok() ? 0 : 1;
+        return dist::RunDistributedTrainer(job, env, o).status();
       },
       std::chrono::seconds(1800));
   if (!st.ok()) {

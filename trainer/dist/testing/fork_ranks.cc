@@ -94,4 +94,30 @@ Status RunForkedRanks(int world_size, const std::function<int(int rank, int port
   return OkStatus();
 }
 
+Status RunForkedJobRanks(
+    const std::string& job_file, int world_size, const std::string& label,
+    const std::function<Status(const api::JobSpec& job, const RankEnv& env)>& body,
+    std::chrono::seconds timeout, int rendezvous_timeout_seconds) {
+  return RunForkedRanks(
+      world_size,
+      [&](int rank, int port) {
+        StatusOr<api::JobSpec> job = api::LoadJobSpecFile(job_file);
+        if (!job.ok()) {
+          std::cerr << job.status() << "\n";
+          return 2;
+        }
+        RankEnv env;
+        env.rank = rank;
+        env.world_size = world_size;
+        env.local_rank = rank;
+        env.local_world_size = world_size;
+        env.master_port = port;
+        env.rendezvous_timeout_seconds = rendezvous_timeout_seconds;
+        Status s = body(*job, env);
+        if (!s.ok()) std::cerr << label << " rank " << rank << ": " << s << "\n";
+        return s.ok() ? 0 : 1;
+      },
+      timeout);
+}
+
 }  // namespace skrull::dist::testing

@@ -12,7 +12,9 @@
 #include <functional>
 #include <string>
 
+#include "api/job_spec.h"
 #include "common/status.h"
+#include "trainer/dist/launcher.h"
 
 namespace skrull::dist::testing {
 
@@ -23,6 +25,17 @@ namespace skrull::dist::testing {
 // running at `timeout` are killed (SIGKILL) and reported as timed out.
 Status RunForkedRanks(int world_size, const std::function<int(int rank, int port)>& body,
                       std::chrono::seconds timeout = std::chrono::seconds(120));
+
+// The ranks of the job in `job_file`, all on this node, as forked children:
+// child r loads the job (exit 2, the error on stderr, when it cannot) and
+// runs body(job, env) with env = rank r of world_size (local rank r, the
+// master on a free loopback port, rendezvous within
+// `rendezvous_timeout_seconds`); it exits 0 when body returns OK, else 1 with
+// "<label> rank r: <status>" on stderr. Returns as RunForkedRanks does.
+Status RunForkedJobRanks(
+    const std::string& job_file, int world_size, const std::string& label,
+    const std::function<Status(const api::JobSpec& job, const RankEnv& env)>& body,
+    std::chrono::seconds timeout = std::chrono::seconds(120), int rendezvous_timeout_seconds = 60);
 
 }  // namespace skrull::dist::testing
 
