@@ -11,6 +11,7 @@
 #include "trainer/dist/process_groups.h"
 #include "trainer/dist/rank_layout.h"
 #include "trainer/dist/testing/fork_ranks.h"
+#include "trainer/train/optimizer.h"
 #include "trainer/train/train_step.h"
 
 namespace skrull::dist {
@@ -198,6 +199,69 @@ TEST(C10dCollectives, ReducerLaunchesBucketsDuringBackwardInOrderAndSumsExactly)
         if (!params[i].grad().defined()) return 1;
         EXPECT_TRUE(at::equal(params[i].grad(), want[i])) << "step " << step << " param " << i;
         params[i].mutable_grad().zero_();
+      }
+    }
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+// bf16 parameters (mixed precision, as on CUDA): the reducer reduces the
+// optimizer's float32 master gradients, converted when each bucket is
+// launched, and the step is bit-for-bit the one of reducing
+// ReducibleGradients() after backward.
+TEST(C10dCollectives, ReducerOverMasterGradientsMatchesReducingAfterBackwardForBf16) {
+  Status st = testing::RunForkedRanks(2, [](int rank, int port) {
+    auto g = Connect(rank, 2, 2, 1, port);
+    if (!g) return 1;
+    C10dCollectivesOptions o;
+    o.bucket_bytes = 64;
+    C10dCollectives coll(&g->world(), o);
+    auto make_params = [] {
+      std::vector<model::NamedTensor> p = {{"a", at::linspace(-1, 1, 16).view({4, 4})},
+                                           {"b", at::linspace(0, 1, 8)},
+                                           {"c", at::linspace(-2, 0, 16).view({4, 4})}};
+      for (auto& [name, t] : p) t = t.to(at::kBFloat16).set_requires_grad(true);
+      return p;
+    };
+    // Rank r's two micro-batches; a (the last bucket) only in the first one.
+    auto backward = [rank](const std::vector<model::NamedTensor>& p, int mb) {
+      const double coef = 0.5 * (rank + 1) * (mb + 1);
+      at::Tensor l = (p[2].second * p[2].second).sum() * coef + (p[1].second * coef).sum();
+      if (mb == 0) l = l + (p[0].second * p[0].second * p[0].second).sum();
+      l.backward();
+    };
+    std::vector<model::NamedTensor> overlapped = make_params(), after = make_params();
+    train::Optimizer opt_overlapped(overlapped, {}), opt_after(after, {});
+    std::unique_ptr<train::GradientReducer> reducer =
+        coll.MakeGradientReducer(opt_overlapped.reducible_tensors(),
+                                 [&](size_t i) { return opt_overlapped.ReducibleGradient(i); });
+    EXPECT_NE(reducer, nullptr);
+    if (reducer == nullptr) return 1;
+    std::vector<at::Tensor> leaves;
+    for (auto& [name, t] : overlapped) leaves.push_back(t);
+    train::GradReadyHooks hooks(leaves, reducer.get());
+    for (int step = 0; step < 2; ++step) {
+      backward(overlapped, 0);
+      hooks.set_armed(true);
+      backward(overlapped, 1);
+      hooks.set_armed(false);
+      EXPECT_GT(coll.TakeStats().buckets_during_backward, 0) << "step " << step;
+      EXPECT_TRUE(reducer->Finish().ok());
+      backward(after, 0);
+      backward(after, 1);
+      std::vector<at::Tensor> grads = opt_after.ReducibleGradients();
+      EXPECT_TRUE(coll.AllReduceSum(grads).ok());
+      for (size_t i = 0; i < grads.size(); ++i) {
+        EXPECT_EQ(opt_overlapped.reducible_tensors()[i].grad().scalar_type(), at::kFloat);
+        EXPECT_TRUE(at::equal(opt_overlapped.reducible_tensors()[i].grad(), grads[i]))
+            << "step " << step << " parameter " << i;
+      }
+      opt_overlapped.Step(0.01);
+      opt_after.Step(0.01);
+      for (size_t i = 0; i < overlapped.size(); ++i) {
+        EXPECT_TRUE(at::equal(overlapped[i].second, after[i].second))
+            << "step " << step << " parameter " << i;
       }
     }
     return Result();

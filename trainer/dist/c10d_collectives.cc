@@ -125,8 +125,13 @@ DpCommStats C10dCollectives::TakeStats() {
 // Buckets over the parameters in reverse order; see the header.
 class C10dCollectives::Reducer final : public train::GradientReducer {
  public:
-  Reducer(C10dCollectives* owner, const std::vector<at::Tensor>& params)
-      : owner_(owner), params_(params), bucket_of_(params.size()), ready_(params.size(), false) {
+  Reducer(C10dCollectives* owner, const std::vector<at::Tensor>& params,
+          std::function<at::Tensor(size_t)> reducible_grad)
+      : owner_(owner),
+        params_(params),
+        reducible_grad_(std::move(reducible_grad)),
+        bucket_of_(params.size()),
+        ready_(params.size(), false) {
     const std::vector<at::Tensor> reversed(params.rbegin(), params.rend());
     for (const std::vector<size_t>& members :
          PlanBuckets(reversed, owner_->options_.bucket_bytes)) {
@@ -166,6 +171,7 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
         }
       }
       b.ready = 0;
+      b.grads.clear();
       b.flat = at::Tensor();
       b.pending = PendingCollective();
     }
@@ -177,9 +183,10 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
 
  private:
   struct Bucket {
-    std::vector<size_t> params;  // indices into params_, reverse order
-    size_t ready = 0;            // of them, final this step
-    at::Tensor flat;             // undefined when reduced in place
+    std::vector<size_t> params;     // indices into params_, reverse order
+    size_t ready = 0;               // of them, final this step
+    std::vector<at::Tensor> grads;  // what is reduced, per member; set at launch
+    at::Tensor flat;                // undefined when reduced in place
     PendingCollective pending;
   };
 
@@ -187,16 +194,13 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
     if (!error_.ok()) return;  // a failed launch: the step fails in Finish
     c10::NoGradGuard no_grad;
     try {
-      for (size_t i : b.params) {
-        at::Tensor& p = params_[i];
-        if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
-      }
+      for (size_t i : b.params) b.grads.push_back(ReducibleGrad(i));
       at::Tensor target;
-      if (b.params.size() == 1 && params_[b.params[0]].grad().is_contiguous()) {
-        target = params_[b.params[0]].grad();
+      if (b.grads.size() == 1 && b.grads[0].is_contiguous()) {
+        target = b.grads[0];
       } else {
         std::vector<at::Tensor> parts;
-        for (size_t i : b.params) parts.push_back(params_[i].grad().reshape({-1}));
+        for (const at::Tensor& g : b.grads) parts.push_back(g.reshape({-1}));
         b.flat = at::cat(parts, 0);
         target = b.flat;
       }
@@ -207,14 +211,29 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
       b.pending = StartAllReduceSum(*owner_->world_, target);
     } catch (const CollectiveError& e) {
       error_ = UnavailableError(std::string("gradient all-reduce: ") + e.what());
+    } catch (const std::exception& e) {  // GradReady runs inside backward: never throw
+      error_ = InternalError(std::string("gradient all-reduce: packing a bucket: ") + e.what());
     }
+  }
+
+  // The tensor parameter i's gradient is reduced in: the callback's, or the
+  // parameter's own .grad (zeros when backward produced none).
+  at::Tensor ReducibleGrad(size_t i) {
+    if (reducible_grad_) {
+      at::Tensor g = reducible_grad_(i);
+      SKRULL_CHECK(g.defined() && g.scalar_type() == at::kFloat && g.sizes() == params_[i].sizes())
+          << "reducible gradient " << i << " must be float32 shaped like the parameter";
+      return g;
+    }
+    at::Tensor& p = params_[i];
+    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+    return p.grad();
   }
 
   void Unpack(Bucket& b) {
     if (!b.flat.defined()) return;
     int64_t offset = 0;
-    for (size_t i : b.params) {
-      at::Tensor g = params_[i].mutable_grad();
+    for (at::Tensor& g : b.grads) {
       g.copy_(b.flat.narrow(0, offset, g.numel()).view(g.sizes()));
       offset += g.numel();
     }
@@ -222,7 +241,8 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
 
   C10dCollectives* owner_;
   std::vector<at::Tensor> params_;
-  std::vector<size_t> bucket_of_;  // parameter -> bucket
+  std::function<at::Tensor(size_t)> reducible_grad_;  // null: params_[i].grad()
+  std::vector<size_t> bucket_of_;                     // parameter -> bucket
   std::vector<bool> ready_;
   std::vector<Bucket> buckets_;
   size_t next_ = 0;  // first bucket not launched this step
@@ -230,9 +250,9 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
 };
 
 std::unique_ptr<train::GradientReducer> C10dCollectives::MakeGradientReducer(
-    const std::vector<at::Tensor>& params) {
+    const std::vector<at::Tensor>& params, std::function<at::Tensor(size_t)> reducible_grad) {
   if (!options_.overlap_with_backward || world_->size == 1 || params.empty()) return nullptr;
-  return std::make_unique<Reducer>(this, params);
+  return std::make_unique<Reducer>(this, params, std::move(reducible_grad));
 }
 
 }  // namespace skrull::dist

@@ -65,7 +65,8 @@ class C10dCollectives final : public train::Collectives {
   // rank. The reducer uses this object's group and accounting: it must not
   // outlive it.
   std::unique_ptr<train::GradientReducer> MakeGradientReducer(
-      const std::vector<at::Tensor>& params) override;
+      const std::vector<at::Tensor>& params,
+      std::function<at::Tensor(size_t)> reducible_grad = nullptr) override;
 
   DpCommStats TakeStats();
 

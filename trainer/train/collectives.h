@@ -21,6 +21,7 @@
 #ifndef SKRULL_TRAINER_TRAIN_COLLECTIVES_H_
 #define SKRULL_TRAINER_TRAIN_COLLECTIVES_H_
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -46,8 +47,9 @@ class GradientReducer {
   // is returned by Finish).
   virtual void GradReady(size_t index) = 0;
   // Launches what GradReady did not (a parameter whose gradient never came
-  // gets a zero .grad), waits for every all-reduce and leaves each
-  // parameter's .grad summed over all ranks. Ready for the next step after.
+  // gets zeros), waits for every all-reduce and leaves each reduced gradient
+  // (see MakeGradientReducer) summed over all ranks. Ready for the next step
+  // after.
   // Unavailable when a collective failed.
   virtual Status Finish() = 0;
 };
@@ -71,11 +73,16 @@ class Collectives {
   // since the last call. 0 for backends that never wait.
   virtual double TakeWaitSeconds() { return 0; }
 
-  // A reducer for `params` (trainable leaves, float32; their .grad is what is
-  // reduced), or null when this backend does not overlap the reduction with
-  // backward. Called once per run; the parameters outlive the reducer.
+  // A reducer for `params` (float32 tensors shaped like the gradients, in the
+  // order of GradReady's indices), or null when this backend does not
+  // overlap the reduction with backward. When parameter i's bucket is
+  // launched the reducer reduces, in place, reducible_grad(i) (a float32
+  // tensor; Optimizer::ReducibleGradient), or params[i].grad() (zeros when
+  // undefined) when reducible_grad is null. Called once per run; the
+  // parameters and the callback outlive the reducer.
   virtual std::unique_ptr<GradientReducer> MakeGradientReducer(
-      const std::vector<at::Tensor>& /*params*/) {
+      const std::vector<at::Tensor>& /*params*/,
+      std::function<at::Tensor(size_t)> /*reducible_grad*/ = nullptr) {
     return nullptr;
   }
 };

@@ -75,19 +75,22 @@ void Optimizer::ZeroGrad() {
 }
 
 std::vector<at::Tensor> Optimizer::ReducibleGradients() {
-  torch::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const at::Tensor& p = params_[i].second;
-    at::Tensor& m = masters_[i];
-    if (mixed(i)) {
-      m.mutable_grad() = p.grad().defined() ? p.grad().to(torch::kFloat) : torch::zeros_like(m);
-    } else if (!p.grad().defined()) {
-      m.mutable_grad() = torch::zeros_like(m);
-    }
-    grads.push_back(m.grad());
-  }
+  for (size_t i = 0; i < params_.size(); ++i) grads.push_back(ReducibleGradient(i));
   return grads;
+}
+
+at::Tensor Optimizer::ReducibleGradient(size_t i) {
+  SKRULL_CHECK(i < params_.size()) << "ReducibleGradient(" << i << ") of " << params_.size();
+  torch::NoGradGuard no_grad;
+  const at::Tensor& p = params_[i].second;
+  at::Tensor& m = masters_[i];
+  if (mixed(i)) {
+    m.mutable_grad() = p.grad().defined() ? p.grad().to(torch::kFloat) : torch::zeros_like(m);
+  } else if (!p.grad().defined()) {
+    m.mutable_grad() = torch::zeros_like(m);
+  }
+  return m.grad();
 }
 
 double Optimizer::GradNorm() const {

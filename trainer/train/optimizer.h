@@ -60,6 +60,15 @@ class Optimizer {
   // defined even where backward produced none (zeros), so every rank
   // all-reduces the same tensors. Reduce them in place before Step().
   std::vector<at::Tensor> ReducibleGradients();
+  // The same for params()[i] alone: its float32 gradient (for a mixed
+  // precision parameter, the master's .grad, refreshed from the parameter's
+  // own .grad now), to be reduced in place. What a GradientReducer calls
+  // when parameter i's gradient is final (trainer.cc), so bf16 models
+  // overlap the reduction with backward too.
+  at::Tensor ReducibleGradient(size_t i);
+  // The float32 tensors whose .grad ReducibleGradient(s) hand out, in
+  // params() order (the parameter itself when it is float32).
+  const std::vector<at::Tensor>& reducible_tensors() const { return masters_; }
 
   // Global L2 norm of the reducible gradients, float64 on the host.
   double GradNorm() const;
@@ -67,9 +76,9 @@ class Optimizer {
   // One update: clips the reducible gradients to options.grad_clip by their
   // global norm, sets the learning rate to `lr`, runs AdamW, copies masters
   // into the model, zeroes the model's gradients. Returns the norm before
-  // clipping. REQUIRES: ReducibleGradients() was called since the last
-  // backward, and its tensors were reduced over all ranks (so every rank
-  // takes the same step).
+  // clipping. REQUIRES: ReducibleGradients() (or ReducibleGradient(i) for
+  // every i) was called since the last backward, and its tensors were
+  // reduced over all ranks (so every rank takes the same step).
   double Step(double lr);
 
   // Zeroes the model's gradients.

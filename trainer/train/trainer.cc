@@ -441,18 +441,17 @@ uint64_t Run::PeakMemoryBytes() const {
 
 void Run::SetupGradientOverlap() {
   gradient_overlap_set_up_ = true;
-  // The reducer sums the parameters' own .grad, which is what
-  // Optimizer::ReducibleGradients() hands out only for float32 parameters
-  // (mixed precision reduces float32 master copies made after backward).
+  // Hooks fire on the model's parameters; what is reduced is each one's
+  // float32 reducible gradient (for bf16 parameters the master's, converted
+  // when the bucket is launched), exactly what ReducibleGradients() hands out.
+  Optimizer* optimizer = optimizer_.get();
+  grad_reducer_ = coll_->MakeGradientReducer(optimizer->reducible_tensors(), [optimizer](size_t i) {
+    return optimizer->ReducibleGradient(i);
+  });
+  if (grad_reducer_ == nullptr) return;
   std::vector<at::Tensor> params;
-  for (const model::NamedTensor& p : optimizer_->params()) {
-    if (p.second.scalar_type() != c10::kFloat) return;
-    params.push_back(p.second);
-  }
-  grad_reducer_ = coll_->MakeGradientReducer(params);
-  if (grad_reducer_ != nullptr) {
-    grad_hooks_ = std::make_unique<GradReadyHooks>(params, grad_reducer_.get());
-  }
+  for (const model::NamedTensor& p : optimizer->params()) params.push_back(p.second);
+  grad_hooks_ = std::make_unique<GradReadyHooks>(params, grad_reducer_.get());
 }
 
 StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
@@ -507,10 +506,8 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
                           std::max<int64_t>(1, global_labels), cp_attention_, grad_hooks_.get()));
   if (grad_reducer_ != nullptr) {
     model::compat::Synchronize(device_);
+    // Every ReducibleGradient(i) was taken and reduced: what Step() needs.
     SKRULL_RETURN_IF_ERROR(grad_reducer_->Finish());
-    // Step() requires it; for float32 parameters it hands out the .grad
-    // tensors the reducer just summed, so nothing is reduced twice.
-    optimizer_->ReducibleGradients();
   } else {
     std::vector<at::Tensor> grads = optimizer_->ReducibleGradients();
     model::compat::Synchronize(device_);
