@@ -146,13 +146,28 @@ TEST_F(StepPhasesTest, CpRunReportsCpWaitPerStepAndPhasesFitTheStep) {
     const std::vector<metrics::StepRecord> records = ReadRecords(path);
     EXPECT_EQ(records.size(), static_cast<size_t>(kSteps)) << path;
     double rank_cp_wait = 0;
+    metrics::PhaseSeconds sums;
     for (const metrics::StepRecord& r : records) {
       ExpectPhasesWithinStep(r, path + " step " + std::to_string(r.step));
       distributed += static_cast<int64_t>(r.distributed_sequences);
       rank_cp_wait += r.phase_seconds.cp_comm_wait;
       dp_wait += r.phase_seconds.dp_comm_wait;
+      sums.compute += r.phase_seconds.compute;
+      sums.cp_comm_wait += r.phase_seconds.cp_comm_wait;
+      sums.dp_comm_wait += r.phase_seconds.dp_comm_wait;
+      sums.idle += r.phase_seconds.idle;
     }
     cp_wait += rank_cp_wait;
+    // summary.json's phase_seconds are the steps' phases added up.
+    auto summary = ReadFileToString(RankSummaryPath(out, rank));
+    EXPECT_TRUE(summary.ok()) << summary.status();
+    if (summary.ok()) {
+      const nlohmann::json p = nlohmann::json::parse(*summary)["phase_seconds"];
+      EXPECT_NEAR(p["compute"].get<double>(), sums.compute, 1e-9) << "rank " << rank;
+      EXPECT_NEAR(p["cp_comm_wait"].get<double>(), sums.cp_comm_wait, 1e-9) << "rank " << rank;
+      EXPECT_NEAR(p["dp_comm_wait"].get<double>(), sums.dp_comm_wait, 1e-9) << "rank " << rank;
+      EXPECT_NEAR(p["idle"].get<double>(), sums.idle, 1e-9) << "rank " << rank;
+    }
     // comm.json keeps the run's totals; the steps' CP waits are all of it.
     const nlohmann::json comm = ReadComm(out, rank);
     if (!comm.is_null()) {

@@ -35,6 +35,10 @@ std::string SummaryToJson(const TrainSummary& s) {
   j["peak_memory_bytes"] = s.peak_memory_bytes;
   j["rollbacks"] = {
       {"dacp", s.rollbacks.dacp}, {"gds", s.rollbacks.gds}, {"runtime", s.rollbacks.runtime}};
+  j["phase_seconds"] = {{"compute", Number(s.phase_seconds.compute)},
+                        {"cp_comm_wait", Number(s.phase_seconds.cp_comm_wait)},
+                        {"dp_comm_wait", Number(s.phase_seconds.dp_comm_wait)},
+                        {"idle", Number(s.phase_seconds.idle)}};
   j["resumed_from"] = s.resumed_from;
   j["last_checkpoint"] = s.last_checkpoint;
   j["stopped_early"] = s.stopped_early;

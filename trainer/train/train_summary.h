@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "trainer/metrics/step_record.h"
+
 namespace skrull::train {
 
 struct StepStats {
@@ -49,6 +51,9 @@ struct TrainSummary {
   std::string device;
   uint64_t peak_memory_bytes = 0;  // this rank's device (or host RSS) peak
   RollbackTotals rollbacks;
+  // Where this rank's step time went, summed over this invocation's steps
+  // (metrics.jsonl has each step's split; docs/metrics.md how it is measured).
+  metrics::PhaseSeconds phase_seconds;
   std::string resumed_from;     // checkpoint folder, "" for a fresh run
   std::string last_checkpoint;  // folder written last, "" if none
   bool stopped_early = false;   // stop_after_steps or a stop signal

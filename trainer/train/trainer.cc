@@ -141,6 +141,7 @@ class Run {
   std::string last_checkpoint_;
   bool stopped_early_ = false;
   std::vector<StepStats> history_;
+  metrics::PhaseSeconds phase_totals_;  // this invocation's steps
   // Gradient all-reduce overlapped with the last backward of a step (null:
   // reduce after backward). Made by the first Step.
   bool gradient_overlap_set_up_ = false;
@@ -548,6 +549,10 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   r.phase_seconds.compute = std::max(0.0, work_seconds - cp_wait_seconds - dp_wait_seconds);
   r.phase_seconds.idle =
       std::max(0.0, stats.seconds - r.phase_seconds.compute - cp_wait_seconds - dp_wait_seconds);
+  phase_totals_.compute += r.phase_seconds.compute;
+  phase_totals_.cp_comm_wait += cp_wait_seconds;
+  phase_totals_.dp_comm_wait += dp_wait_seconds;
+  phase_totals_.idle += r.phase_seconds.idle;
   r.rank_tokens_peak = static_cast<uint64_t>(work.rank_tokens_peak);
   r.bucket_size_tokens = static_cast<uint64_t>(bucket_size_tokens_);
   r.memory_peak_bytes = PeakMemoryBytes();
@@ -640,6 +645,7 @@ TrainSummary Run::Summary() const {
   s.last_checkpoint = last_checkpoint_;
   s.stopped_early = stopped_early_;
   s.history = history_;
+  s.phase_seconds = phase_totals_;
   return s;
 }
 
