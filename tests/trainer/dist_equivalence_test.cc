@@ -22,6 +22,7 @@
 #include "api/job_spec.h"
 #include "common/file_util.h"
 #include "tests/trainer/checkpoint_test_util.h"
+#include "tests/trainer/train_test_util.h"
 #include "trainer/dist/distributed_trainer.h"
 #include "trainer/dist/launcher.h"
 #include "trainer/dist/testing/fork_ranks.h"
@@ -47,26 +48,13 @@ std::string TinyConfigJson() {
 // Bimodal lengths: mostly 4..40 tokens, every third sample 100..180; a
 // quarter of the samples mask their first half's labels.
 std::string BimodalJsonl(int n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::ostringstream out;
-  for (int i = 0; i < n; ++i) {
-    const int len = i % 3 == 2 ? std::uniform_int_distribution<int>(100, 180)(rng)
-                               : std::uniform_int_distribution<int>(4, 40)(rng);
-    const int start = std::uniform_int_distribution<int>(0, 60)(rng);
-    const int stride = 1 + i % 3;
-    out << "{\"input_ids\": [";
-    for (int p = 0; p < len; ++p) out << (p ? ", " : "") << 3 + (start + p * stride) % 61;
-    out << "]";
-    if (i % 4 == 3) {
-      out << ", \"labels\": [";
-      for (int p = 0; p < len; ++p) {
-        out << (p ? ", " : "") << (p < len / 2 ? -100 : 3 + (start + p * stride) % 61);
-      }
-      out << "]";
-    }
-    out << "}\n";
-  }
-  return out.str();
+  return train::testing::LearnableJsonl(
+      n,
+      [](int i, std::mt19937& rng) {
+        return i % 3 == 2 ? std::uniform_int_distribution<int>(100, 180)(rng)
+                          : std::uniform_int_distribution<int>(4, 40)(rng);
+      },
+      seed);
 }
 
 struct RunSpec {

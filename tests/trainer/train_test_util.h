@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -65,13 +66,14 @@ inline scheduler::ModelConfig TinyConfig(bool tied = false) {
 
 // `n` learnable samples: each counts up by a per-sample stride mod 61 from a
 // random start, so the next token is predictable from the previous two.
-// Lengths are uniform in [min_len, max_len]; every fourth sample masks its
+// Sample i is length(i, rng) tokens long; every fourth sample masks its
 // first half with -100 labels.
-inline std::string LearnableJsonl(int n, int min_len, int max_len, uint32_t seed = 7) {
+inline std::string LearnableJsonl(int n, const std::function<int(int, std::mt19937&)>& length,
+                                  uint32_t seed) {
   std::mt19937 rng(seed);
   std::ostringstream out;
   for (int i = 0; i < n; ++i) {
-    const int len = std::uniform_int_distribution<int>(min_len, max_len)(rng);
+    const int len = length(i, rng);
     const int start = std::uniform_int_distribution<int>(0, 60)(rng);
     const int stride = 1 + i % 3;
     out << "{\"input_ids\": [";
@@ -87,6 +89,16 @@ inline std::string LearnableJsonl(int n, int min_len, int max_len, uint32_t seed
     out << "}\n";
   }
   return out.str();
+}
+
+// The same with lengths uniform in [min_len, max_len].
+inline std::string LearnableJsonl(int n, int min_len, int max_len, uint32_t seed = 7) {
+  return LearnableJsonl(
+      n,
+      [&](int, std::mt19937& rng) {
+        return std::uniform_int_distribution<int>(min_len, max_len)(rng);
+      },
+      seed);
 }
 
 struct JobFiles {
