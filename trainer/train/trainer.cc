@@ -143,8 +143,7 @@ class Run {
   std::vector<StepStats> history_;
   metrics::PhaseSeconds phase_totals_;  // this invocation's steps
   // Gradient all-reduce overlapped with the last backward of a step (null:
-  // reduce after backward). Made by the first Step.
-  bool gradient_overlap_set_up_ = false;
+  // reduce after backward).
   std::unique_ptr<GradientReducer> grad_reducer_;
   std::unique_ptr<GradReadyHooks> grad_hooks_;  // declared after grad_reducer_: dies first
 };
@@ -431,6 +430,7 @@ Status Run::Setup() {
   SKRULL_RETURN_IF_ERROR(SetupScheduler());
   SKRULL_RETURN_IF_ERROR(SetupData());
   SKRULL_RETURN_IF_ERROR(Resume());
+  SetupGradientOverlap();  // after Resume: on the parameters training will update
   SKRULL_RETURN_IF_ERROR(SetupMetrics());
   return OkStatus();
 }
@@ -441,7 +441,6 @@ uint64_t Run::PeakMemoryBytes() const {
 }
 
 void Run::SetupGradientOverlap() {
-  gradient_overlap_set_up_ = true;
   // Hooks fire on the model's parameters; what is reduced is each one's
   // float32 reducible gradient (for bf16 parameters the master's, converted
   // when the bucket is launched), exactly what ReducibleGradients() hands out.
@@ -459,7 +458,6 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   const Clock::time_point t0 = Clock::now();
   StepStats stats;
   stats.step = step;
-  if (!gradient_overlap_set_up_) SetupGradientOverlap();
   // Waits before this step (resume agreement, checkpoint barriers) are not its own.
   coll_->TakeWaitSeconds();
   if (cp_attention_ != nullptr) cp_attention_->TakeCommWaitSeconds();
