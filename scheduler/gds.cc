@@ -27,7 +27,15 @@ struct PlacedGroup {
 struct Batching {
   std::vector<PlacedGroup> groups;
   int64_t gds_rollbacks = 0;
-  double seconds = 0;  // estimated (cost-aware mode only)
+  double seconds = 0;  // estimated, all micro-batches (cost-aware mode only)
+
+  // The rank's iteration with the gradient all-reduce, its costliest
+  // micro-batch run last (RunGds orders them so).
+  double IterationSeconds(const GradientSync& sync) const {
+    double costliest = 0;
+    for (const PlacedGroup& g : groups) costliest = std::max(costliest, g.seconds);
+    return sync.RankSeconds(seconds, costliest);
+  }
 };
 
 bool ByLength(const Sequence& a, const Sequence& b) {
@@ -116,6 +124,9 @@ bool WorthPricing(size_t d, size_t k) {
 class RankScheduler {
  public:
   RankScheduler(const GdsOptions& options, const CostModel& cost) : options_(options), cost_(cost) {
+    if (options.cost_aware) {
+      sync_ = MakeGradientSync(cost, *options.hardware, options.topology.WorldSize());
+    }
     dacp_.cp = options.topology.cp;
     dacp_.bucket_size_tokens = static_cast<double>(options.bucket_size_tokens);
     dacp_.rule = options.rule;
@@ -123,8 +134,13 @@ class RankScheduler {
     dacp_.sharded_flops = [&cost](int64_t s, int n) { return cost.FlopsSharded(s, n); };
   }
 
+  const GradientSync& sync() const { return sync_; }
+
   // Micro-batches of one DP rank's sequences, `sub` in the order the DP
-  // split produced them.
+  // split produced them. Cost-aware candidates are compared by the rank's
+  // iteration with the gradient all-reduce (GradientSync::RankSeconds); an
+  // iteration is the maximum of that over DP ranks, so choosing per rank is
+  // optimal for the DP split at hand.
   Batching Run(const std::vector<Sequence>& sub) {
     placed_.clear();
     if (sub.empty()) return {};
@@ -148,7 +164,9 @@ class RankScheduler {
     if (!options_.cost_aware) return std::move(*best);
 
     auto consider = [&](std::optional<Batching> candidate) {
-      if (candidate && candidate->seconds < best->seconds) best = std::move(candidate);
+      if (candidate && candidate->IterationSeconds(sync_) < best->IterationSeconds(sync_)) {
+        best = std::move(candidate);
+      }
     };
     const int last = std::min<int>(m + options_.extra_micro_batch_counts, sub.size());
     for (int more = m + 1; more <= last; ++more) consider(Deal(ascending, more));
@@ -252,6 +270,7 @@ class RankScheduler {
 
   const GdsOptions& options_;
   const CostModel& cost_;
+  GradientSync sync_;  // cost-aware mode only
   DacpOptions dacp_;
   // Candidate batchings share micro-batches (all of them are one micro-batch
   // when the rank's tokens fit C x N), so placements are computed once per
@@ -259,12 +278,13 @@ class RankScheduler {
   std::map<std::vector<int64_t>, std::optional<PlacedGroup>> placed_;
 };
 
-// One DP split's per-rank batchings; `seconds` is the slowest rank's.
+// One DP split's per-rank batchings; `seconds` is the iteration's (the
+// slowest rank's with the gradient all-reduce; cost-aware mode only).
 struct SplitResult {
   std::vector<Batching> ranks;
   double seconds = 0;
-  void Add(Batching b) {
-    seconds = std::max(seconds, b.seconds);
+  void Add(Batching b, const GradientSync& sync) {
+    seconds = std::max(seconds, b.IterationSeconds(sync));
     ranks.push_back(std::move(b));
   }
 };
@@ -306,14 +326,16 @@ GdsResult RunGds(const std::vector<Sequence>& batch, const GdsOptions& options,
   for (int d = 0; d < dp; ++d) {
     std::vector<Sequence> sub;
     for (int k : bins[d]) sub.push_back(batch[k]);
-    best.Add(scheduler.Run(sub));
+    best.Add(scheduler.Run(sub), scheduler.sync());
   }
   if (options.cost_aware) {
     // FLOPs balance and the local/shard choices are estimates; static CP's
     // own plan (contiguous DP split, in-order packing, all distributed) is
     // priced too and kept when it is estimated faster.
     SplitResult static_cp;
-    for (const auto& sub : ContiguousSplit(batch, dp)) static_cp.Add(scheduler.StaticCp(sub));
+    for (const auto& sub : ContiguousSplit(batch, dp)) {
+      static_cp.Add(scheduler.StaticCp(sub), scheduler.sync());
+    }
     if (static_cp.seconds < best.seconds) best = std::move(static_cp);
   }
 
@@ -322,6 +344,14 @@ GdsResult RunGds(const std::vector<Sequence>& batch, const GdsOptions& options,
   for (int d = 0; d < dp; ++d) {
     Batching& batching = best.ranks[d];
     result.rollbacks.gds += batching.gds_rollbacks;
+    if (options.cost_aware && !batching.groups.empty()) {
+      // The costliest micro-batch last: its backward hides the most of the
+      // gradient all-reduce (see simulator.h). The rest keep their order.
+      auto costliest = std::max_element(
+          batching.groups.begin(), batching.groups.end(),
+          [](const PlacedGroup& a, const PlacedGroup& b) { return a.seconds < b.seconds; });
+      std::rotate(costliest, costliest + 1, batching.groups.end());
+    }
     auto& mbs = result.ranks[d].micro_batches;
     for (PlacedGroup& g : batching.groups) {
       MicroBatch mb;

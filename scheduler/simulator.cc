@@ -113,28 +113,47 @@ MicroBatchTime SimulateMicroBatch(const MicroBatch& mb, int cp, const CostModel&
   return SimulatePlacement(lengths, placement, cp, cost, hw);
 }
 
+double GradientSync::RankSeconds(double rank_seconds, double last_micro_batch_seconds) const {
+  return std::max(rank_seconds + last_bucket_seconds,
+                  rank_seconds - backward_fraction * last_micro_batch_seconds + all_reduce_seconds);
+}
+
+GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size) {
+  GradientSync sync;
+  const double bytes = cost.GradientBytes();
+  sync.all_reduce_seconds = hw.CollectiveSeconds(CollectiveOp::kAllReduce, bytes, world_size);
+  sync.last_bucket_seconds = hw.CollectiveSeconds(
+      CollectiveOp::kAllReduce, std::min(bytes, kGradientBucketBytes), world_size);
+  // Backward costs about twice the forward; recomputation adds a forward.
+  sync.backward_fraction = cost.options().recompute ? 3.0 / 4.0 : 2.0 / 3.0;
+  return sync;
+}
+
 IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw) {
   IterationTime it;
-  double slowest_comm = 0, slowest_compute = 0;
+  const GradientSync sync = MakeGradientSync(cost, hw, plan.topology.WorldSize());
+  double slowest = -1, slowest_comm = 0, slowest_compute = 0;
   for (const DpRankPlan& rank : plan.ranks) {
-    double seconds = 0, comm = 0, compute = 0;
+    double seconds = 0, comm = 0, compute = 0, last = 0;
     for (const MicroBatch& mb : rank.micro_batches) {
+      if (mb.sequences.empty()) continue;  // padding: the trainer skips it
       const MicroBatchTime t = SimulateMicroBatch(mb, plan.topology.cp, cost, hw);
       seconds += t.seconds;
       comm += t.comm_seconds;
       compute += t.compute_seconds;
+      last = t.seconds;
     }
-    if (it.dp_rank_seconds.empty() || seconds > it.seconds) {
-      it.seconds = seconds;
+    if (seconds > slowest) {
+      slowest = seconds;
       slowest_comm = comm;
       slowest_compute = compute;
     }
+    it.seconds = std::max(it.seconds, sync.RankSeconds(seconds, last));
     it.dp_rank_seconds.push_back(seconds);
   }
-  const double all_reduce = hw.CollectiveSeconds(CollectiveOp::kAllReduce, cost.GradientBytes(),
-                                                 plan.topology.WorldSize());
-  it.seconds += all_reduce;
-  it.comm_seconds = slowest_comm + all_reduce;
+  it.all_reduce_seconds = sync.all_reduce_seconds;
+  it.exposed_all_reduce_seconds = it.seconds - std::max(0.0, slowest);
+  it.comm_seconds = slowest_comm + it.exposed_all_reduce_seconds;
   it.compute_seconds = slowest_compute;
   return it;
 }

@@ -12,8 +12,18 @@
 // GEMM efficiency is read at the rank's total tokens in the micro-batch,
 // attention efficiency at each sequence's (shard's) query length. A
 // micro-batch takes its slowest CP rank; a DP rank sums its micro-batches
-// (empty padding micro-batches cost nothing); the iteration is the slowest
-// DP rank plus one gradient all-reduce over all dp x cp ranks.
+// (empty padding micro-batches cost nothing).
+//
+// Gradient all-reduce over all dp x cp ranks, as the trainer runs it
+// (trainer/dist/c10d_collectives.h): buckets of kGradientBucketBytes are
+// launched during the backward of each DP rank's last non-empty
+// micro-batch, and the bucket that completes last is launched when that
+// backward ends. With T_r a DP rank's summed micro-batch time and B_r the
+// backward part of its last micro-batch, the iteration is
+//   max over r of max(T_r + last_bucket, T_r - B_r + all_reduce)
+// (a collective completes only when the last rank has launched it). The
+// cost-aware scheduler therefore runs each DP rank's costliest micro-batch
+// last.
 #ifndef SKRULL_SCHEDULER_SIMULATOR_H_
 #define SKRULL_SCHEDULER_SIMULATOR_H_
 
@@ -72,11 +82,28 @@ MicroBatchTime SimulatePlacement(const std::vector<int64_t>& lengths,
                                  const std::vector<int>& placement, int cp, const CostModel& cost,
                                  const HardwareProfile& hw);
 
+// The trainer's gradient bucket size (GradientReducer's default, as PyTorch DDP).
+inline constexpr double kGradientBucketBytes = 25 << 20;
+
+// The gradient all-reduce's share of an iteration (see the header comment).
+struct GradientSync {
+  double all_reduce_seconds = 0;   // the whole gradient, one all-reduce over the world
+  double last_bucket_seconds = 0;  // the bucket launched after the last backward ends
+  double backward_fraction = 0;    // of a micro-batch's time: backward (+ recompute)
+  // One DP rank's iteration: its micro-batches take `rank_seconds` in all and
+  // the one it runs last takes `last_micro_batch_seconds`. An iteration is
+  // the maximum of this over DP ranks.
+  double RankSeconds(double rank_seconds, double last_micro_batch_seconds) const;
+};
+GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size);
+
 struct IterationTime {
-  double seconds = 0;                   // slowest DP rank + gradient all-reduce
-  std::vector<double> dp_rank_seconds;  // per DP rank, without the all-reduce
-  double comm_seconds = 0;              // on the slowest DP rank: CP comm + all-reduce
-  double compute_seconds = 0;           // on the slowest DP rank
+  double seconds = 0;                     // max over DP ranks of GradientSync::RankSeconds
+  std::vector<double> dp_rank_seconds;    // per DP rank, without the all-reduce
+  double comm_seconds = 0;                // on the slowest DP rank: CP comm + exposed all-reduce
+  double compute_seconds = 0;             // on the slowest DP rank
+  double all_reduce_seconds = 0;          // the whole gradient all-reduce
+  double exposed_all_reduce_seconds = 0;  // seconds - slowest DP rank: what backward did not hide
 };
 
 IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw);

@@ -122,7 +122,9 @@ std::string ScheduleText(const Plan& plan, const std::string& model_name, const 
       << "; scheduled in " << Fmt("%.3f", plan.schedule_seconds * 1e3) << " ms\n";
   out << "simulated iteration " << Fmt("%.2f", it.seconds * 1e3) << " ms (slowest DP rank: compute "
       << Fmt("%.2f", it.compute_seconds * 1e3) << " ms, communication "
-      << Fmt("%.2f", it.comm_seconds * 1e3) << " ms)\n";
+      << Fmt("%.2f", it.comm_seconds * 1e3) << " ms, of which gradient all-reduce not hidden by "
+      << "backward " << Fmt("%.2f", it.exposed_all_reduce_seconds * 1e3) << " of "
+      << Fmt("%.2f", it.all_reduce_seconds * 1e3) << " ms)\n";
   for (size_t d = 0; d < plan.ranks.size(); ++d) {
     out << "\nDP rank " << d << ": "
         << Fmt("%.2f", d < it.dp_rank_seconds.size() ? it.dp_rank_seconds[d] * 1e3 : 0.0)

@@ -135,7 +135,9 @@ Timeline BuildTimeline(const Plan& plan, const CostModel& cost, const HardwarePr
         t.spans.push_back({d, j, slowest, it.seconds, SpanKind::kGradientSync,
                            j == 0 ? "gradient all-reduce " + Ms(it.seconds - slowest) : "",
                            "gradient all-reduce over " + std::to_string(plan.topology.WorldSize()) +
-                               " ranks: " + Ms(it.seconds - slowest)});
+                               " ranks: " + Ms(it.all_reduce_seconds) + ", of which " +
+                               Ms(it.seconds - slowest) +
+                               " not hidden by the last micro-batch's backward"});
       }
     }
   }
@@ -146,8 +148,9 @@ Timeline BuildTimeline(const Plan& plan, const CostModel& cost, const HardwarePr
                (plan.NumMicroBatches() == 1 ? " micro-batch" : " micro-batches") +
                "/DP rank | roll-backs dacp " + std::to_string(plan.rollbacks.dacp) + ", gds " +
                std::to_string(plan.rollbacks.gds) + "\nsimulated iteration " + Ms(it.seconds) +
-               " = slowest DP rank " + Ms(slowest) + " + gradient all-reduce " +
-               Ms(it.seconds - slowest) + " (hardware " + hardware.name + ")";
+               " = slowest DP rank " + Ms(slowest) + " + exposed gradient all-reduce " +
+               Ms(it.seconds - slowest) + " of " + Ms(it.all_reduce_seconds) + " (hardware " +
+               hardware.name + ")";
   return t;
 }
 

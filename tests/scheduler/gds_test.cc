@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "scheduler/plan_json.h"
 #include "scheduler/simulator.h"
 #include "tests/scheduler/test_util.h"
@@ -85,6 +88,34 @@ TEST(Gds, RanksComeBackUnpaddedWithoutDerivedFields) {
       RunGds(MakeBatch({8000, 100, 9000, 9000}), PaperOptions(2, 1, 10000), Qwen05Cost());
   EXPECT_NE(r.ranks[0].micro_batches.size(), r.ranks[1].micro_batches.size());
   EXPECT_TRUE(r.ranks[0].micro_batches[0].cp_rank_tokens.empty());
+}
+
+// Cost-aware GDS runs each DP rank's costliest micro-batch last, so its
+// backward hides the most of the gradient all-reduce (simulator.h).
+TEST(Gds, CostAwareModeRunsTheCostliestMicroBatchLast) {
+  const CostModel cost = Qwen05Cost();
+  const HardwareProfile hw = H100Profile();
+  std::mt19937_64 rng(5);
+  int multi = 0;
+  for (int t = 0; t < 100; ++t) {
+    const testing::RandomCase c = testing::MakeRandomCase(rng, /*allow_too_long=*/false);
+    GdsOptions aware = PaperOptions(c.topology.dp, c.topology.cp, c.bucket_size_tokens);
+    aware.cost_aware = true;
+    aware.hardware = &hw;
+    for (const DpRankPlan& rank : RunGds(c.batch, aware, cost).ranks) {
+      if (rank.micro_batches.size() < 2) continue;
+      ++multi;
+      std::vector<double> seconds;
+      for (const MicroBatch& mb : rank.micro_batches) {
+        seconds.push_back(SimulateMicroBatch(mb, c.topology.cp, cost, hw).seconds);
+      }
+      EXPECT_EQ(*std::max_element(seconds.begin(), seconds.end()), seconds.back()) << "case " << t;
+      for (size_t i = 0; i < rank.micro_batches.size(); ++i) {
+        EXPECT_EQ(rank.micro_batches[i].index, static_cast<int>(i));
+      }
+    }
+  }
+  EXPECT_GT(multi, 20);  // the cases do have several micro-batches per rank
 }
 
 TEST(Gds, CostAwareModeIsNeverEstimatedSlowerThanThePapersMode) {

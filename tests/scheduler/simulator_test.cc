@@ -100,6 +100,54 @@ TEST(Simulator, PlanTakesTheSlowestDpRankPlusTheGradientAllReduce) {
   EXPECT_DOUBLE_EQ(it.comm_seconds, 2 * 2 * (10e-6 + 2000 * 128 * 0.5 / 1e9) + all_reduce);
 }
 
+// Qwen2.5-0.5B's gradient (about 2 GB in fp32) is many 25 MiB buckets: the
+// all-reduce starts with the last micro-batch's backward (2/3 of it) and
+// only its last bucket is sure to follow the backward.
+TEST(Simulator, TheLastMicroBatchsBackwardHidesTheGradientAllReduce) {
+  const CostModel cost = testing::Qwen05Cost();
+  HardwareProfile hw = UnitProfile();
+  hw.all_reduce = {10e-6, 1e8};
+  Plan plan;
+  plan.topology = {2, 1};
+  plan.bucket_size_tokens = 100000;
+  plan.ranks.resize(2);
+  const MicroBatch big = Mb({{0, 2000, 0}}), small = Mb({{1, 300, 0}}, 0, 1);
+  const double t_big = SimulateMicroBatch(big, 1, cost, hw).seconds;
+  const double t_small = SimulateMicroBatch(small, 1, cost, hw).seconds;
+  plan.ranks[1].micro_batches = {Mb({{2, 100, 0}}, 1, 0), Mb({}, 1, 1)};
+  const double t_other = SimulateMicroBatch(plan.ranks[1].micro_batches[0], 1, cost, hw).seconds;
+  const GradientSync sync = MakeGradientSync(cost, hw, 2);
+  const double bytes = cost.GradientBytes();
+  ASSERT_GT(bytes, kGradientBucketBytes * 10);
+  EXPECT_DOUBLE_EQ(sync.all_reduce_seconds, 10e-6 + bytes / 1e8);  // 2(n-1)/n = 1 for n = 2
+  EXPECT_DOUBLE_EQ(sync.last_bucket_seconds, 10e-6 + kGradientBucketBytes / 1e8);
+  EXPECT_DOUBLE_EQ(sync.backward_fraction, 2.0 / 3.0);
+  // The all-reduce is longer than any backward here, so rank 1 (little
+  // work, launches early) does not bound the iteration; rank 0 does.
+  ASSERT_GT(sync.all_reduce_seconds, t_big);
+
+  // Costliest last: the all-reduce starts when rank 0 begins the big backward.
+  plan.ranks[0].micro_batches = {small, big};
+  IterationTime it = SimulatePlan(plan, cost, hw);
+  const double costliest_last = t_small + t_big / 3 + sync.all_reduce_seconds;
+  EXPECT_DOUBLE_EQ(it.seconds, costliest_last);
+  EXPECT_DOUBLE_EQ(it.all_reduce_seconds, sync.all_reduce_seconds);
+  EXPECT_DOUBLE_EQ(it.exposed_all_reduce_seconds, costliest_last - (t_small + t_big));
+  EXPECT_DOUBLE_EQ(it.dp_rank_seconds[1], t_other);
+
+  // Cheapest last hides less: only the small backward overlaps.
+  plan.ranks[0].micro_batches = {big, small};
+  it = SimulatePlan(plan, cost, hw);
+  EXPECT_DOUBLE_EQ(it.seconds, t_big + t_small / 3 + sync.all_reduce_seconds);
+  EXPECT_GT(it.seconds, costliest_last);
+
+  // A backward longer than the all-reduce leaves only the last bucket exposed.
+  GradientSync cheap = sync;
+  cheap.all_reduce_seconds = t_big / 10;
+  EXPECT_DOUBLE_EQ(cheap.RankSeconds(t_small + t_big, t_big),
+                   t_small + t_big + sync.last_bucket_seconds);
+}
+
 TEST(Simulator, SimulateIsDeterministicAndEveryPolicySeesTheSameBatches) {
   const CostModel cost(Preset("qwen2.5-0.5b"));
   std::vector<int64_t> dataset;
