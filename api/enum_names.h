@@ -47,6 +47,12 @@ inline constexpr EnumName<Precision> kPrecisionNames[] = {
     {Precision::kBf16, "bf16"},
 };
 
+inline constexpr EnumName<CleanPodPolicy> kCleanPodPolicyNames[] = {
+    {CleanPodPolicy::kNone, "None"},
+    {CleanPodPolicy::kRunning, "Running"},
+    {CleanPodPolicy::kAll, "All"},
+};
+
 // spec.image.pullPolicy is a string (Kubernetes' spelling); these are its values.
 inline constexpr const char* kPullPolicies[] = {"Always", "IfNotPresent", "Never"};
 

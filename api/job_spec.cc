@@ -22,6 +22,7 @@ const char* OverLengthPolicyName(OverLengthPolicy p) { return NameOf(kOverLength
 const char* MalformedPolicyName(MalformedPolicy p) { return NameOf(kMalformedPolicyNames, p); }
 const char* LrScheduleName(LrSchedule s) { return NameOf(kLrScheduleNames, s); }
 const char* PrecisionName(Precision p) { return NameOf(kPrecisionNames, p); }
+const char* CleanPodPolicyName(CleanPodPolicy p) { return NameOf(kCleanPodPolicyNames, p); }
 
 StatusOr<SchedulerPolicy> ParsePolicyName(const std::string& name) {
   for (const auto& entry : kSchedulerPolicyNames) {
@@ -60,6 +61,11 @@ auto Fields(const TuningSpec& t) {
   return std::tie(t.enabled, t.target_memory_fraction, t.min_bucket_size_tokens,
                   t.max_bucket_size_tokens);
 }
+auto Fields(const StorageSpec& s) { return std::tie(s.claim_name, s.mount_path, s.read_only); }
+auto Fields(const RunPolicy& r) {
+  return std::tie(r.backoff_limit, r.start_deadline_seconds, r.active_deadline_seconds,
+                  r.ttl_seconds_after_finished, r.clean_pod_policy, r.suspend);
+}
 
 template <typename T>
 bool Same(const T& a, const T& b) {
@@ -96,7 +102,8 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          Same(a.model, b.model) && SameLora(a.model.lora, b.model.lora) && Same(a.data, b.data) &&
          Same(a.parallelism, b.parallelism) && Same(a.scheduler, b.scheduler) &&
          Same(a.training, b.training) && Same(a.metrics, b.metrics) &&
-         Same(a.resources, b.resources) && Same(a.image, b.image) && Same(a.tuning, b.tuning);
+         Same(a.resources, b.resources) && Same(a.image, b.image) && Same(a.tuning, b.tuning) &&
+         Same(a.run_policy, b.run_policy) && Same(a.storage, b.storage);
 }
 
 void ApplyDefaults(JobSpec* spec) {

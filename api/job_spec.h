@@ -5,7 +5,7 @@
 //   kind: SkrullJob
 //   metadata: {name, namespace, labels, annotations}
 //   spec: {model, data, parallelism, scheduler, training, metrics,
-//          resources, image, tuning}
+//          resources, image, tuning, runPolicy, storage}
 //   status: {...}            # written by the controller; ignored on input
 //
 // Pipeline (LoadJobSpec does all of it):
@@ -154,6 +154,36 @@ struct TuningSpec {
   int64_t max_bucket_size_tokens = 1 << 20;
 };
 
+// Which pods the controller deletes when a job finishes (Kubernetes only).
+enum class CleanPodPolicy {
+  kNone,     // keep every pod: failed ones keep their logs (the default)
+  kRunning,  // delete pods still running (e.g. the rest of the group after a failure)
+  kAll,      // delete every pod
+};
+
+// How the controller runs the job's pods (Kubernetes) or processes (local).
+struct RunPolicy {
+  // Whole-group restarts after a failure before the job is Failed. Any rank
+  // failing restarts every rank (collectives cannot continue without it),
+  // resuming from the newest checkpoint in outputDir.
+  int backoff_limit = 3;
+  // A pod not Running this long after it was created (Pending, unschedulable,
+  // image pull failing) fails the job instead of leaving it Created forever.
+  int64_t start_deadline_seconds = 600;    // 0 = no deadline
+  int64_t active_deadline_seconds = 0;     // wall time from start; 0 = none
+  int64_t ttl_seconds_after_finished = 0;  // delete the finished job's objects after; 0 = keep
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kNone;
+  bool suspend = false;  // true: no pods run (a queue admits the job by setting false)
+};
+
+// Kubernetes only: one PersistentVolumeClaim mounted in every trainer pod,
+// where the model, data and outputDir paths of the spec live.
+struct StorageSpec {
+  std::string claim_name;            // YAML: claimName; empty = no volume
+  std::string mount_path = "/data";  // absolute path in the pod
+  bool read_only = false;            // the outputDir must then be elsewhere
+};
+
 struct JobSpec {
   // metadata
   std::string name;                                // required; DNS-1123 label
@@ -170,6 +200,8 @@ struct JobSpec {
   ResourcesSpec resources;
   ImageSpec image;
   TuningSpec tuning;
+  RunPolicy run_policy;  // YAML: runPolicy
+  StorageSpec storage;
   // Directory that relative paths were resolved against ("" when parsed from a string).
   std::string source_dir;
 };
@@ -235,6 +267,7 @@ const char* OverLengthPolicyName(OverLengthPolicy p);
 const char* MalformedPolicyName(MalformedPolicy p);
 const char* LrScheduleName(LrSchedule s);
 const char* PrecisionName(Precision p);
+const char* CleanPodPolicyName(CleanPodPolicy p);
 
 }  // namespace skrull::api
 

@@ -100,6 +100,21 @@ void ParseTuning(MapReader& m, TuningSpec* t) {
   m.ReadTokens("maxBucketSizeTokens", &t->max_bucket_size_tokens);
 }
 
+void ParseRunPolicy(MapReader& m, RunPolicy* r) {
+  m.Read("backoffLimit", &r->backoff_limit);
+  m.Read("startDeadlineSeconds", &r->start_deadline_seconds);
+  m.Read("activeDeadlineSeconds", &r->active_deadline_seconds);
+  m.Read("ttlSecondsAfterFinished", &r->ttl_seconds_after_finished);
+  m.ReadEnum("cleanPodPolicy", kCleanPodPolicyNames, &r->clean_pod_policy);
+  m.Read("suspend", &r->suspend);
+}
+
+void ParseStorage(MapReader& m, StorageSpec* s) {
+  m.Read("claimName", &s->claim_name);
+  m.Read("mountPath", &s->mount_path);
+  m.Read("readOnly", &s->read_only);
+}
+
 // Reads `key` of `parent` as a mapping with `parse` and finishes it.
 template <typename T>
 void ParseSection(MapReader& parent, const char* key, void (*parse)(MapReader&, T*), T* out) {
@@ -137,6 +152,8 @@ ParsedJobSpec ParseJobSpec(const YAML::Node& doc, Diagnostics* diag) {
   ParseSection(spec, "resources", ParseResources, &s.resources);
   ParseSection(spec, "image", ParseImage, &s.image);
   ParseSection(spec, "tuning", ParseTuning, &s.tuning);
+  ParseSection(spec, "runPolicy", ParseRunPolicy, &s.run_policy);
+  ParseSection(spec, "storage", ParseStorage, &s.storage);
   spec.Finish();
   root.Ignore("status");
   root.Finish();

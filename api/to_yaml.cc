@@ -182,6 +182,22 @@ std::string ToYaml(const JobSpec& s) {
       .Int("maxBucketSizeTokens", tu.max_bucket_size_tokens)
       .End();
 
+  const RunPolicy& rp = s.run_policy;
+  w.Begin("runPolicy")
+      .Int("backoffLimit", rp.backoff_limit)
+      .Int("startDeadlineSeconds", rp.start_deadline_seconds)
+      .Int("activeDeadlineSeconds", rp.active_deadline_seconds)
+      .Int("ttlSecondsAfterFinished", rp.ttl_seconds_after_finished)
+      .Raw("cleanPodPolicy", CleanPodPolicyName(rp.clean_pod_policy))
+      .Bool("suspend", rp.suspend)
+      .End();
+
+  w.Begin("storage")
+      .Str("claimName", s.storage.claim_name)
+      .Str("mountPath", s.storage.mount_path)
+      .Bool("readOnly", s.storage.read_only)
+      .End();
+
   w.End();  // spec
   return w.Finish();
 }

@@ -262,6 +262,23 @@ void CheckTuning(const TuningSpec& t, Checker& c) {
   }
 }
 
+void CheckRunPolicy(const RunPolicy& r, Checker& c) {
+  const std::string base = "spec.runPolicy.";
+  c.AtLeast(base + "backoffLimit", int64_t{r.backoff_limit}, 0);
+  c.AtLeast(base + "startDeadlineSeconds", r.start_deadline_seconds, 0);
+  c.AtLeast(base + "activeDeadlineSeconds", r.active_deadline_seconds, 0);
+  c.AtLeast(base + "ttlSecondsAfterFinished", r.ttl_seconds_after_finished, 0);
+}
+
+void CheckStorage(const StorageSpec& s, Checker& c) {
+  if (!s.claim_name.empty()) c.Syntax("spec.storage.claimName", s.claim_name, CheckDns1123Label);
+  const std::string mount = "spec.storage.mountPath";
+  if (c.Usable(mount) && (s.mount_path.empty() || s.mount_path[0] != '/')) {
+    c.Error(mount, "must be an absolute path in the trainer pod, e.g. /data (got " +
+                       Quote(s.mount_path) + ")");
+  }
+}
+
 }  // namespace
 
 void CollectValidationErrors(const ParsedJobSpec& parsed, Diagnostics* diag) {
@@ -279,6 +296,8 @@ void CollectValidationErrors(const ParsedJobSpec& parsed, Diagnostics* diag) {
   CheckResources(s.resources, c);
   CheckImage(s.image, c);
   CheckTuning(s.tuning, c);
+  CheckRunPolicy(s.run_policy, c);
+  CheckStorage(s.storage, c);
 }
 
 }  // namespace skrull::api

@@ -13,6 +13,7 @@ SKRULL_APT_PACKAGES=(
   libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev
   prometheus
+  python3 python3-yaml
 )
 
 log() { printf '\033[1m[skrull]\033[0m %s\n' "$*" >&2; }

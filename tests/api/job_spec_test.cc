@@ -69,6 +69,8 @@ JobSpec EverythingSet() {
   s.resources = {0, "8", "64Gi"};
   s.image = {"localhost:5000/skrull", "1.10", "Always"};
   s.tuning = {true, 0.85, 4096, 65536};
+  s.run_policy = {7, 120, 86400, 3600, CleanPodPolicy::kRunning, true};
+  s.storage = {"team-data", "/mnt/skrull", true};
   return s;
 }
 
@@ -391,6 +393,7 @@ TEST(EnumNames, RoundTrip) {
   EXPECT_EQ(std::string(LrScheduleName(LrSchedule::kConstant)), "constant");
   EXPECT_EQ(std::string(OverLengthPolicyName(OverLengthPolicy::kTruncate)), "truncate");
   EXPECT_EQ(std::string(MalformedPolicyName(MalformedPolicy::kSkip)), "skip");
+  EXPECT_EQ(std::string(CleanPodPolicyName(CleanPodPolicy::kAll)), "All");
   EXPECT_EQ(ParsePolicyName("roundrobin").status().message(),
             "unknown scheduler policy 'roundrobin'; allowed: skrull, cp-all, sorted, "
             "balanced-cp, round-robin; did you mean 'round-robin'?");

@@ -354,6 +354,55 @@ TEST(Validate, Tuning) {
                   .empty());
 }
 
+TEST(Validate, RunPolicy) {
+  const BadField cases[] = {
+      {"spec.runPolicy.backoffLimit", "-1", "spec.runPolicy.backoffLimit: must be >= 0 (got -1)"},
+      {"spec.runPolicy.startDeadlineSeconds", "-5",
+       "spec.runPolicy.startDeadlineSeconds: must be >= 0 (got -5)"},
+      {"spec.runPolicy.activeDeadlineSeconds", "-1",
+       "spec.runPolicy.activeDeadlineSeconds: must be >= 0 (got -1)"},
+      {"spec.runPolicy.ttlSecondsAfterFinished", "-1",
+       "spec.runPolicy.ttlSecondsAfterFinished: must be >= 0 (got -1)"},
+      {"spec.runPolicy.suspend", "maybe",
+       "spec.runPolicy.suspend: expected true or false, got 'maybe'"},
+  };
+  for (const BadField& c : cases) ExpectOnlyError(c);
+  std::vector<std::string> errors =
+      LoadErrors(JobYaml().Set("spec.runPolicy.cleanPodPolicy", "running").Text());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("spec.runPolicy.cleanPodPolicy"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("did you mean 'Running'?"), std::string::npos) << errors[0];
+  StatusOr<JobSpec> ok = LoadJobSpec(JobYaml()
+                                         .Set("spec.runPolicy",
+                                              "{backoffLimit: 0, startDeadlineSeconds: 0, "
+                                              "cleanPodPolicy: All, suspend: true}")
+                                         .Text(),
+                                     "<test>");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->run_policy.backoff_limit, 0);
+  EXPECT_EQ(ok->run_policy.clean_pod_policy, CleanPodPolicy::kAll);
+  EXPECT_TRUE(ok->run_policy.suspend);
+  EXPECT_EQ(ok->run_policy.ttl_seconds_after_finished, 0);  // default
+}
+
+TEST(Validate, Storage) {
+  const BadField cases[] = {
+      {"spec.storage.claimName", "Team_Data",
+       "spec.storage.claimName: must be a DNS-1123 label: at most 63 lowercase letters, digits "
+       "and '-', starting and ending with a letter or digit (got 'Team_Data')"},
+      {"spec.storage.mountPath", "data",
+       "spec.storage.mountPath: must be an absolute path in the trainer pod, e.g. /data (got "
+       "'data')"},
+  };
+  for (const BadField& c : cases) ExpectOnlyError(c);
+  StatusOr<JobSpec> ok = LoadJobSpec(
+      JobYaml().Set("spec.storage", "{claimName: team-data, readOnly: true}").Text(), "<test>");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->storage.claim_name, "team-data");
+  EXPECT_EQ(ok->storage.mount_path, "/data");  // default
+  EXPECT_TRUE(ok->storage.read_only);
+}
+
 TEST(Validate, ProgrammaticSpecsGetTheSameRulesWithoutPositions) {
   StatusOr<JobSpec> loaded = LoadJobSpec(testing::kMinimalJob, "<test>");
   ASSERT_TRUE(loaded.ok()) << loaded.status();

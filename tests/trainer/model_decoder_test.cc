@@ -1,6 +1,7 @@
 // DecoderModel: packing invariance (logits and gradients), the chunked loss
 // against per-token cross-entropy, init, config validation.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include <map>

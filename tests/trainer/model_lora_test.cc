@@ -1,6 +1,7 @@
 // LoRA adapters: a fresh adapter leaves the model unchanged, only adapters
 // train, PEFT naming on save, strict load.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <type_traits>
 
 #include "common/status.h"
 #include "trainer/dist/span_attention.h"
@@ -15,6 +16,18 @@ namespace skrull::dist {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A new autograd node: libtorch >= 2.13 holds nodes in c10::intrusive_ptr
+// (Node derives c10::intrusive_ptr_target), older ones in std::shared_ptr with
+// the deleteNode deleter (found by ADL: only the branch in use is compiled).
+template <class T>
+auto MakeNode() {
+  if constexpr (std::is_base_of_v<c10::intrusive_ptr_target, T>) {
+    return c10::make_intrusive<T>();
+  } else {
+    return std::shared_ptr<T>(new T(), [](T* n) { deleteNode(n); });
+  }
+}
 
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -260,8 +273,7 @@ at::Tensor CpAttention(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   const bool needs_grad =
       c10::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
   if (needs_grad) {
-    auto node = std::shared_ptr<CpAttentionBackward>(new CpAttentionBackward(),
-                                                     torch::autograd::deleteNode);
+    auto node = MakeNode<CpAttentionBackward>();
     node->ex_ = ex;
     node->q_ = qd;
     node->k_ = kd;

@@ -55,9 +55,9 @@ bool IsLoopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> MakeProcessGroup(
-    const RendezvousOptions& options, const c10::intrusive_ptr<c10d::Store>& store, int rank,
-    int size) {
+c10::intrusive_ptr<CommGroup> MakeProcessGroup(const RendezvousOptions& options,
+                                               const c10::intrusive_ptr<c10d::Store>& store,
+                                               int rank, int size) {
   if (options.backend == CommBackend::kNccl) {
 #ifdef SKRULL_WITH_CUDA
     auto opts = c10d::ProcessGroupNCCL::Options::create();

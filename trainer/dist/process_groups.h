@@ -18,8 +18,13 @@
 #ifndef SKRULL_TRAINER_DIST_PROCESS_GROUPS_H_
 #define SKRULL_TRAINER_DIST_PROCESS_GROUPS_H_
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -33,6 +38,14 @@
 
 namespace skrull::dist {
 
+// The communicator type: libtorch 2.x ProcessGroupGloo/NCCL derive from
+// c10d::Backend; in 1.13 they derive from c10d::ProcessGroup.
+#if TORCH_VERSION_MAJOR >= 2
+using CommGroup = c10d::Backend;
+#else
+using CommGroup = c10d::ProcessGroup;
+#endif
+
 // The one place that knows which communication library is used.
 enum class CommBackend { kGloo, kNccl };
 const char* CommBackendName(CommBackend backend);
@@ -42,7 +55,7 @@ bool NcclAvailable();
 // A communicator and who is in it.
 struct Group {
   std::string name;  // "world", "cp[dp=1]", "dp[cp=0]"
-  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  c10::intrusive_ptr<CommGroup> pg;
   CommBackend backend = CommBackend::kGloo;
   int rank = 0;  // inside the group
   int size = 1;

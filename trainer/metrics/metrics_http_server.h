@@ -8,9 +8,10 @@
 //
 // What it serves: GET (or HEAD) /metrics[?...] -> 200 with `render()` as
 // `text/plain; version=0.0.4; charset=utf-8`; any other path 404; any other
-// method 405. One request per connection (Connection: close). Each
-// connection must send its request within 5 s and take the answer within
-// 10 s, so a stuck client cannot hold a thread for long.
+// method 405. The sockets are common/http_server.h's HttpServer: one request
+// per connection (Connection: close); each connection must send its request
+// within 5 s and take the answer within 10 s, so a stuck client cannot hold
+// a thread for long.
 //
 // Thread safety: `render` is called on the server's threads, possibly
 // concurrently; it must be thread-safe. Start/port/destructor from one thread.
@@ -20,9 +21,9 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
-#include <vector>
+#include <utility>
 
+#include "common/http_server.h"
 #include "common/status.h"
 
 namespace skrull::metrics {
@@ -42,21 +43,16 @@ class MetricsHttpServer {
   MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
   // Stops accepting, lets a request in progress finish (bounded by its
   // timeouts), joins the threads and closes the socket.
-  ~MetricsHttpServer();
+  ~MetricsHttpServer() = default;
 
   // The bound port.
-  int port() const { return port_; }
+  int port() const { return server_->port(); }
 
  private:
-  MetricsHttpServer() = default;
-  void Serve();
-  void Handle(int fd);
+  explicit MetricsHttpServer(std::unique_ptr<http::HttpServer> server)
+      : server_(std::move(server)) {}
 
-  Render render_;
-  int listen_fd_ = -1;
-  int wake_fds_[2] = {-1, -1};  // a byte on [1] wakes every thread to stop
-  int port_ = 0;
-  std::vector<std::thread> threads_;
+  std::unique_ptr<http::HttpServer> server_;
 };
 
 }  // namespace skrull::metrics

@@ -10,6 +10,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/http_server.h"
+
 namespace skrull::metrics {
 
 namespace {
@@ -88,18 +90,7 @@ StatusOr<PushgatewayAddress> ParsePushgatewayUrl(const std::string& url) {
 }
 
 std::string EncodePushgatewayPathValue(const std::string& value) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    }
-  }
-  return out;
+  return http::PercentEncode(value);
 }
 
 Status PushReplacingGroup(const PushgatewayAddress& address, const std::string& job,

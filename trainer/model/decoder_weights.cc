@@ -1,6 +1,7 @@
 // DecoderModel weights I/O: safetensors checkpoints with Hugging Face names
 // and PEFT LoRA adapters.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <filesystem>
 #include <set>

@@ -10,7 +10,12 @@
 
 namespace skrull::model::compat {
 
-// Every libtorch version check in the project is in this file.
+// libtorch version differences: the preprocessor checks are here and in
+// trainer/dist/process_groups.h (CommGroup: c10d::Backend in 2.x,
+// c10d::ProcessGroup in 1.13). Three adapt by type, with no version check:
+// the AdamW state key (train/optimizer.cc StateKey), how autograd nodes are
+// held (dist/cp_attention.cc MakeNode, train/train_step.h NodeRef). Checked
+// with -fsyntax-only against Debian's libtorch 1.13, 2.6 and 2.14 headers.
 #if TORCH_VERSION_MAJOR >= 2
 #define SKRULL_TORCH_HAS_SDPA 1
 #else

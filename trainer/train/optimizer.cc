@@ -7,6 +7,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
+#include <type_traits>
 
 #include "common/file_util.h"
 #include "trainer/model/safetensors.h"
@@ -22,7 +24,21 @@ namespace {
 
 constexpr int kOptimizerSchema = 1;
 
-std::string StateKey(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+// AdamW's state map key: std::string (the TensorImpl address printed with
+// operator<<, libtorch < 2.2) or void* (libtorch >= 2.2).
+using StateMap = std::decay_t<decltype(std::declval<torch::optim::AdamW&>().state())>;
+using StateMapKey = typename StateMap::key_type;
+template <class Key>
+Key StateKeyAs(const at::Tensor& p) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream os;  // what c10::guts::to_string(TensorImpl*) printed
+    os << p.unsafeGetTensorImpl();
+    return os.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+StateMapKey StateKey(const at::Tensor& p) { return StateKeyAs<StateMapKey>(p); }
 
 }  // namespace
 

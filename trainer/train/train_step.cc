@@ -51,8 +51,8 @@ GradReadyHooks::GradReadyHooks(const std::vector<at::Tensor>& params, GradientRe
   for (size_t i = 0; i < params.size(); ++i) {
     SKRULL_CHECK(params[i].is_leaf() && params[i].requires_grad())
         << "parameter " << i << " is not a leaf that requires grad";
-    std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params[i]);
-    SKRULL_CHECK(acc != nullptr) << "parameter " << i << " has no gradient accumulator";
+    auto acc = torch::autograd::impl::grad_accumulator(params[i]);
+    SKRULL_CHECK(acc) << "parameter " << i << " has no gradient accumulator";
     keys_.push_back(acc->add_post_hook(std::make_unique<GradReadyPostHook>(state_, i)));
     accumulators_.push_back(std::move(acc));
   }

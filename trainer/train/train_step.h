@@ -15,9 +15,11 @@
 #define SKRULL_TRAINER_TRAIN_TRAIN_STEP_H_
 
 #include <c10/core/Device.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -27,10 +29,6 @@
 #include "trainer/train/collectives.h"
 #include "trainer/train/context_parallel.h"
 #include "trainer/train/micro_batch_builder.h"
-
-namespace torch::autograd {
-struct Node;
-}  // namespace torch::autograd
 
 namespace skrull::train {
 
@@ -73,7 +71,10 @@ class GradReadyHooks {
 
  private:
   std::shared_ptr<State> state_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  // std::shared_ptr<Node> before libtorch 2.13, c10::intrusive_ptr<Node> after.
+  using NodeRef =
+      decltype(torch::autograd::impl::grad_accumulator(std::declval<const at::Tensor&>()));
+  std::vector<NodeRef> accumulators_;
   std::vector<uintptr_t> keys_;
 };
 

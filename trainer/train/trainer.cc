@@ -791,8 +791,13 @@ std::string JobSpecHash(const api::JobSpec& job) {
   j.tuning = api::TuningSpec();
   j.source_dir.clear();
   // Where the profile lives only changes how plans are priced, never the
-  // math (plans are equivalent), so a moved or re-measured profile resumes.
+  // math (plans are equivalent), so a moved or re-measured profile resumes;
+  // so does a BucketSize the controller's tuner changed between runs.
   j.scheduler.hardware_profile.clear();
+  j.scheduler.bucket_size_auto = false;
+  j.scheduler.bucket_size_tokens = 1;
+  j.run_policy = api::RunPolicy();
+  j.storage = api::StorageSpec();
   const std::string text = api::ToYaml(j);
   uint64_t h = 1469598103934665603ull;  // FNV-1a 64
   for (unsigned char c : text) {

@@ -1,0 +1,94 @@
+// Decide: the level-triggered heart of the controller. From what exists now
+// (the SkrullJob object and the pods, Service and ConfigMap it owns) and the
+// time, it computes what to create, update and delete and the job's new
+// .status. Pure: no I/O, so every transition is a table-driven unit test, and
+// deciding again on the result changes nothing (idempotent).
+//
+// Phases (status.phase) and what moves between them:
+//   Pending     pods of the current attempt created, not all Running yet
+//   Running     every pod of the attempt Running (status.startTime set)
+//   Restarting  a pod failed and runPolicy.backoffLimit allows another attempt:
+//               the attempt's live pods are deleted; once they are gone the next
+//               attempt (status.restarts + 1) starts, resuming from the newest
+//               checkpoint. Failed pods stay for their logs.
+//   Succeeded   every pod of the attempt Succeeded
+//   Failed      backoffLimit exhausted, a pod not Running within
+//               startDeadlineSeconds (unschedulable, image pull failing: a
+//               restart would not help), activeDeadlineSeconds passed, or the
+//               spec is invalid; live pods are deleted
+//   Suspended   runPolicy.suspend: live pods deleted; clearing it starts again
+// Terminal phases apply cleanPodPolicy and ttlSecondsAfterFinished.
+// Conditions (metav1.Condition shape) mirror the phase: Created, Running,
+// Restarting, Succeeded, Failed, Suspended; lastTransitionTime changes only
+// when a condition's status does.
+#ifndef SKRULL_CONTROLLER_RECONCILE_DECIDE_H_
+#define SKRULL_CONTROLLER_RECONCILE_DECIDE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/reconcile/desired.h"
+
+namespace skrull::controller {
+
+using Clock = std::chrono::system_clock;
+
+// "2026-11-23T03:10:16Z" (UTC, seconds), as Kubernetes writes times.
+std::string FormatTime(Clock::time_point t);
+// Parses FormatTime's output (fractional seconds and "+00:00" accepted);
+// nullopt for anything else.
+std::optional<Clock::time_point> ParseTime(const std::string& text);
+
+struct JobObservation {
+  json job;                        // the SkrullJob as read (metadata, spec, status)
+  std::vector<json> pods;          // pods it owns (any attempt)
+  std::optional<json> service;     // its headless Service, if it exists
+  std::optional<json> config_map;  // its spec ConfigMap, if it exists
+  Clock::time_point now;
+  // Controller settings passed through to BuildDesired.
+  std::string default_trainer_image;
+  std::string trainer_service_account;
+};
+
+struct JobEvent {
+  std::string type;    // "Normal" or "Warning"
+  std::string reason;  // CamelCase, e.g. "PodFailed", "Restarting"
+  std::string message;
+};
+
+// An attempt that ended in this pass (its pods failed or all succeeded):
+// what the BucketSize tuner needs to judge it (reconciler.h).
+struct AttemptEnd {
+  int attempt = 0;
+  int64_t bucket_size_tokens = 0;  // what the attempt ran with
+  bool succeeded = false;
+  bool died_of_memory = false;  // a pod was OOMKilled (or exited 137, killed by SIGKILL)
+  std::string failure;          // "pod X failed: exit code 137 (OOMKilled)"; "" on success
+  Clock::time_point ended;
+};
+
+struct Decision {
+  std::vector<json> create;               // objects to create (ConfigMap, Service, pods)
+  std::optional<json> update_config_map;  // replace the ConfigMap (its job YAML changed)
+  std::vector<std::string> delete_pods;   // pod names
+  bool delete_job = false;                // ttlSecondsAfterFinished has passed
+  json status;                            // the whole new .status
+  bool status_changed = false;            // status differs from the observed one
+  std::vector<JobEvent> events;
+  std::optional<api::JobSpec> spec;  // the parsed spec (absent when invalid)
+  std::optional<AttemptEnd> attempt_ended;
+  // Decide again after this long even if nothing changes (a deadline or TTL
+  // expires then); 0 = only on changes.
+  std::chrono::seconds requeue_after{0};
+};
+
+Decision Decide(const JobObservation& observed);
+
+}  // namespace skrull::controller
+
+#endif  // SKRULL_CONTROLLER_RECONCILE_DECIDE_H_

@@ -1,0 +1,188 @@
+#include "controller/reconcile/desired.h"
+
+#include "controller/reconcile/names.h"
+#include "trainer/dist/env.h"
+
+namespace skrull::controller {
+namespace {
+
+namespace env = skrull::dist::env;
+
+json Labels(const std::string& job) {
+  return {{kLabelName, "skrull"},
+          {kLabelComponent, "trainer"},
+          {kLabelManagedBy, kManagedByValue},
+          {kLabelJobName, job}};
+}
+
+json Metadata(const std::string& name, const api::JobSpec& spec, const JobContext& ctx) {
+  json owner = {{"apiVersion", ctx.api_version},
+                {"kind", ctx.kind},
+                {"name", spec.name},
+                {"uid", ctx.uid},
+                {"controller", true},
+                {"blockOwnerDeletion", true}};
+  return {{"name", name},
+          {"namespace", spec.namespace_name},
+          {"labels", Labels(spec.name)},
+          {"ownerReferences", json::array({owner})}};
+}
+
+std::string Image(const api::JobSpec& spec, const JobContext& ctx) {
+  const api::ImageSpec defaults;
+  const bool spec_default =
+      spec.image.repository == defaults.repository && spec.image.tag == api::DefaultImageTag();
+  if (spec_default && !ctx.default_trainer_image.empty()) return ctx.default_trainer_image;
+  return spec.image.repository + ":" + spec.image.tag;
+}
+
+json EnvVar(const char* name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+json Resources(const api::JobSpec& spec) {
+  json requests = json::object(), limits = json::object();
+  if (!spec.resources.cpu.empty()) requests["cpu"] = spec.resources.cpu;
+  if (!spec.resources.memory.empty()) {
+    requests["memory"] = spec.resources.memory;
+    limits["memory"] = spec.resources.memory;
+  }
+  const int gpus = spec.resources.gpus_per_proc * spec.parallelism.procs_per_node;
+  if (gpus > 0) {
+    requests["nvidia.com/gpu"] = std::to_string(gpus);
+    limits["nvidia.com/gpu"] = std::to_string(gpus);
+  }
+  json r = json::object();
+  if (!requests.empty()) r["requests"] = requests;
+  if (!limits.empty()) r["limits"] = limits;
+  return r;
+}
+
+json Pod(const api::JobSpec& spec, const JobContext& ctx, int node) {
+  const std::string& job = spec.name;
+  json meta = Metadata(PodName(job, node, ctx.attempt), spec, ctx);
+  meta["labels"][kLabelNodeRank] = std::to_string(node);
+  meta["labels"][kLabelAttempt] = std::to_string(ctx.attempt);
+
+  const std::string master =
+      PodHostname(job, 0) + "." + ServiceName(job) + "." + spec.namespace_name + ".svc";
+  json env_vars = json::array({
+      EnvVar(env::kNnodes, std::to_string(spec.parallelism.nodes)),
+      EnvVar(env::kNodeRank, std::to_string(node)),
+      EnvVar(env::kRunId, job + "-" + std::to_string(ctx.attempt)),
+  });
+  if (spec.parallelism.nodes > 1) {  // one node: the launcher rendezvouses on loopback
+    env_vars.push_back(EnvVar(env::kMasterAddr, master));
+    env_vars.push_back(EnvVar(env::kMasterPort, std::to_string(kRendezvousPort)));
+  }
+  if (spec.resources.gpus_per_proc > 0) env_vars.push_back(EnvVar("NCCL_DEBUG", "WARN"));
+
+  json ports = json::array();
+  if (spec.metrics.port > 0) {
+    for (int l = 0; l < spec.parallelism.procs_per_node; ++l) {
+      ports.push_back({{"name", "metrics-" + std::to_string(l)},
+                       {"containerPort", spec.metrics.port + l},
+                       {"protocol", "TCP"}});
+    }
+  }
+  if (node == 0 && spec.parallelism.nodes > 1) {
+    ports.push_back(
+        {{"name", "rendezvous"}, {"containerPort", kRendezvousPort}, {"protocol", "TCP"}});
+  }
+
+  json mounts = json::array({
+      {{"name", "job-spec"}, {"mountPath", kJobSpecMountPath}, {"readOnly", true}},
+      {{"name", "dshm"}, {"mountPath", "/dev/shm"}},
+  });
+  json volumes = json::array({
+      {{"name", "job-spec"}, {"configMap", {{"name", SpecConfigMapName(job)}}}},
+      // Docker's 64 MiB /dev/shm is too small for NCCL's shared-memory transport.
+      {{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}},
+  });
+  if (!spec.storage.claim_name.empty()) {
+    mounts.push_back({{"name", "storage"},
+                      {"mountPath", spec.storage.mount_path},
+                      {"readOnly", spec.storage.read_only}});
+    volumes.push_back(
+        {{"name", "storage"},
+         {"persistentVolumeClaim",
+          {{"claimName", spec.storage.claim_name}, {"readOnly", spec.storage.read_only}}}});
+  }
+
+  json container = {
+      {"name", kTrainerContainerName},
+      {"image", Image(spec, ctx)},
+      {"imagePullPolicy", spec.image.pull_policy},
+      {"command", json::array({"skrull-trainer"})},
+      {"args", json::array({"--job", std::string(kJobSpecMountPath) + "/" + kJobSpecFileName})},
+      {"env", env_vars},
+      {"ports", ports},
+      {"resources", Resources(spec)},
+      {"volumeMounts", mounts},
+  };
+  json pod_spec = {
+      {"restartPolicy", "Never"},               // the controller restarts the whole group
+      {"automountServiceAccountToken", false},  // trainers never call the API
+      {"hostname", PodHostname(job, node)},
+      {"subdomain", ServiceName(job)},
+      {"terminationGracePeriodSeconds", ctx.termination_grace_seconds},
+      {"containers", json::array({container})},
+      {"volumes", volumes},
+  };
+  if (!ctx.trainer_service_account.empty()) {
+    pod_spec["serviceAccountName"] = ctx.trainer_service_account;
+  }
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", pod_spec}};
+}
+
+}  // namespace
+
+int MaxJobNameLength(int nodes) {
+  const int digits = static_cast<int>(std::to_string(std::max(0, nodes - 1)).size());
+  return 63 - static_cast<int>(std::string("-node-").size()) - digits;
+}
+
+std::string TrainerJobYaml(const api::JobSpec& spec, const JobContext& ctx) {
+  api::JobSpec s = spec;
+  if (ctx.attempt > 0 && s.training.resume_from.empty()) {
+    s.training.resume_from = api::kResumeLatest;
+  }
+  if (ctx.bucket_size_override_tokens > 0) {
+    s.scheduler.bucket_size_auto = false;
+    s.scheduler.bucket_size_tokens = ctx.bucket_size_override_tokens;
+  }
+  return api::ToYaml(s);
+}
+
+StatusOr<DesiredObjects> BuildDesired(const api::JobSpec& spec, const JobContext& ctx) {
+  const int max_name = MaxJobNameLength(spec.parallelism.nodes);
+  if (static_cast<int>(spec.name.size()) > max_name) {
+    return InvalidArgumentError(
+        "metadata.name: at most " + std::to_string(max_name) + " characters for a job of " +
+        std::to_string(spec.parallelism.nodes) + " node(s), so that pod hostnames '" +
+        PodHostname(spec.name, spec.parallelism.nodes - 1) +
+        "' stay DNS labels of at most 63 (got " + std::to_string(spec.name.size()) + ")");
+  }
+  DesiredObjects d;
+  d.job_yaml = TrainerJobYaml(spec, ctx);
+  d.config_map = {{"apiVersion", "v1"},
+                  {"kind", "ConfigMap"},
+                  {"metadata", Metadata(SpecConfigMapName(spec.name), spec, ctx)},
+                  {"data", {{kJobSpecFileName, d.job_yaml}}}};
+  d.service = {{"apiVersion", "v1"},
+               {"kind", "Service"},
+               {"metadata", Metadata(ServiceName(spec.name), spec, ctx)},
+               {"spec",
+                {{"clusterIP", "None"},
+                 // DNS records before the pods are Ready: ranks resolve node 0 at start.
+                 {"publishNotReadyAddresses", true},
+                 {"selector", {{kLabelJobName, spec.name}}},
+                 {"ports", json::array({{{"name", "rendezvous"},
+                                         {"port", kRendezvousPort},
+                                         {"targetPort", kRendezvousPort},
+                                         {"protocol", "TCP"}}})}}}};
+  for (int node = 0; node < spec.parallelism.nodes; ++node) d.pods.push_back(Pod(spec, ctx, node));
+  return d;
+}
+
+}  // namespace skrull::controller

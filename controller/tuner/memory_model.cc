@@ -1,0 +1,127 @@
+#include "controller/tuner/memory_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "common/status.h"
+
+namespace skrull::tuner {
+
+std::vector<MemoryPoint> UpperEnvelope(const std::vector<MemoryPoint>& steps) {
+  std::map<int64_t, uint64_t> highest;  // tokens -> highest memory paired with them
+  MemoryPoint run;                      // the current high-water-mark run's maxima
+  uint64_t last_bytes = 0;
+  for (const MemoryPoint& s : steps) {
+    if (s.tokens <= 0) continue;
+    if (s.bytes < last_bytes) run = MemoryPoint{};  // memory fell: a new run
+    last_bytes = s.bytes;
+    run.tokens = std::max(run.tokens, s.tokens);
+    run.bytes = std::max(run.bytes, s.bytes);
+    uint64_t& h = highest[run.tokens];
+    h = std::max(h, run.bytes);
+  }
+  std::vector<MemoryPoint> out;
+  for (const auto& [tokens, bytes] : highest) out.push_back({tokens, bytes});
+  return out;
+}
+
+const char* FitMethodName(FitMethod method) {
+  switch (method) {
+    case FitMethod::kNone:
+      return "none";
+    case FitMethod::kLeastSquares:
+      return "least-squares";
+    case FitMethod::kHeadroomRatio:
+      return "headroom-ratio";
+  }
+  return "?";
+}
+
+MemoryFit FitMemoryModel(const std::vector<MemoryPoint>& steps, double min_token_spread) {
+  MemoryFit fit;
+  const std::vector<MemoryPoint> env = UpperEnvelope(steps);
+  fit.points = static_cast<int>(env.size());
+  for (const MemoryPoint& p : env) {
+    if (p.bytes >= fit.peak.bytes) fit.peak = p;
+  }
+  if (fit.peak.bytes == 0) {
+    fit.why_no_line = "no step with tokens held and memory measured";
+    return fit;
+  }
+  const auto ratio_fallback = [&](std::string why) {
+    fit.method = FitMethod::kHeadroomRatio;
+    fit.bytes_per_token =
+        static_cast<double>(fit.peak.bytes) / static_cast<double>(fit.peak.tokens);
+    fit.static_bytes = 0;
+    fit.why_no_line = std::move(why);
+    return fit;
+  };
+  if (env.size() < 2) {
+    return ratio_fallback("one token count (" + std::to_string(fit.peak.tokens) + ")");
+  }
+  const double lo = static_cast<double>(env.front().tokens);
+  const double hi = static_cast<double>(env.back().tokens);
+  if ((hi - lo) / hi < min_token_spread) {
+    char buf[160];
+    std::snprintf(
+        buf, sizeof(buf), "token counts %lld..%lld span %.1f%%, under the %.0f%% a slope needs",
+        static_cast<long long>(env.front().tokens), static_cast<long long>(env.back().tokens),
+        100 * (hi - lo) / hi, 100 * min_token_spread);
+    return ratio_fallback(buf);
+  }
+  // Centred least squares: bytes are ~1e10 and tokens ~1e4, so raw sums of
+  // squares would lose the slope to rounding.
+  const double n = static_cast<double>(env.size());
+  double mean_t = 0, mean_b = 0;
+  for (const MemoryPoint& p : env) {
+    mean_t += static_cast<double>(p.tokens) / n;
+    mean_b += static_cast<double>(p.bytes) / n;
+  }
+  double stt = 0, stb = 0;
+  for (const MemoryPoint& p : env) {
+    const double dt = static_cast<double>(p.tokens) - mean_t;
+    stt += dt * dt;
+    stb += dt * (static_cast<double>(p.bytes) - mean_b);
+  }
+  SKRULL_CHECK(stt > 0) << "distinct envelope token counts must have a positive variance";
+  const double slope = stb / stt;
+  if (!std::isfinite(slope) || slope <= 0) {
+    return ratio_fallback("slope not positive over " + std::to_string(env.size()) +
+                          " points: memory did not grow with tokens");
+  }
+  fit.method = FitMethod::kLeastSquares;
+  fit.bytes_per_token = slope;
+  fit.static_bytes = mean_b - slope * mean_t;
+  return fit;
+}
+
+double TokensForBudget(const MemoryFit& fit, double budget_bytes) {
+  SKRULL_CHECK(fit.method != FitMethod::kNone) << "TokensForBudget needs a fit";
+  if (fit.method == FitMethod::kHeadroomRatio) {
+    return static_cast<double>(fit.peak.tokens) * budget_bytes /
+           static_cast<double>(fit.peak.bytes);
+  }
+  return (budget_bytes - fit.static_bytes) / fit.bytes_per_token;
+}
+
+std::string FormatBytes(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  const double sign = bytes < 0 ? -1 : 1;
+  double v = std::fabs(bytes);
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < sizeof(kUnits) / sizeof(kUnits[0])) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[48];
+  if (unit == 0) {
+    std::snprintf(buf, sizeof(buf), "%.0f B", sign * v);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f %s", sign * v, kUnits[unit]);
+  }
+  return buf;
+}
+
+}  // namespace skrull::tuner

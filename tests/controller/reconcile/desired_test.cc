@@ -1,0 +1,141 @@
+#include "controller/reconcile/desired.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "controller/reconcile/names.h"
+#include "tests/controller/reconcile/job_fixtures.h"
+
+namespace skrull::controller {
+namespace {
+
+using testing::GpuJob;
+
+api::JobSpec SpecOf(const json& job) {
+  json doc = {{"apiVersion", job["apiVersion"]},
+              {"kind", job["kind"]},
+              {"metadata",
+               {{"name", job["metadata"]["name"]}, {"namespace", job["metadata"]["namespace"]}}},
+              {"spec", job["spec"]}};
+  StatusOr<api::JobSpec> spec = api::LoadJobSpec(doc.dump(), "<test>");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return *spec;
+}
+
+std::string EnvOf(const json& pod, const std::string& name) {
+  for (const json& e : pod["spec"]["containers"][0]["env"]) {
+    if (e["name"] == name) return e["value"];
+  }
+  return "<unset>";
+}
+
+TEST(BuildDesired, OnePodPerNodeWiredForTheLaunchersRendezvous) {
+  JobContext ctx;
+  ctx.uid = "uid-1";
+  StatusOr<DesiredObjects> d = BuildDesired(SpecOf(GpuJob()), ctx);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->pods.size(), 2u);
+  for (int node = 0; node < 2; ++node) {
+    const json& pod = d->pods[node];
+    EXPECT_EQ(pod["metadata"]["name"], "long-sft-node-" + std::to_string(node) + "-0");
+    EXPECT_EQ(pod["metadata"]["labels"][kLabelJobName], "long-sft");
+    EXPECT_EQ(pod["metadata"]["labels"][kLabelNodeRank], std::to_string(node));
+    EXPECT_EQ(pod["metadata"]["labels"][kLabelAttempt], "0");
+    EXPECT_EQ(pod["metadata"]["labels"][kLabelComponent], "trainer");
+    EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+    EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["controller"], true);
+    EXPECT_EQ(pod["spec"]["hostname"], "long-sft-node-" + std::to_string(node));
+    EXPECT_EQ(pod["spec"]["subdomain"], "long-sft");
+    EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+    EXPECT_EQ(EnvOf(pod, "SKRULL_NNODES"), "2");
+    EXPECT_EQ(EnvOf(pod, "SKRULL_NODE_RANK"), std::to_string(node));
+    EXPECT_EQ(EnvOf(pod, "SKRULL_MASTER_ADDR"), "long-sft-node-0.long-sft.research.svc");
+    EXPECT_EQ(EnvOf(pod, "SKRULL_MASTER_PORT"), "29500");
+    const json& c = pod["spec"]["containers"][0];
+    EXPECT_EQ(c["args"], json::array({"--job", "/etc/skrull/job.yaml"}));
+    EXPECT_EQ(c["image"], std::string("ghcr.io/skrull/trainer:") + api::DefaultImageTag());
+    // 4 ranks per node, each serving /metrics on 9400 + local rank.
+    ASSERT_GE(c["ports"].size(), 4u);
+    for (int l = 0; l < 4; ++l) {
+      EXPECT_EQ(c["ports"][l]["name"], "metrics-" + std::to_string(l));
+      EXPECT_EQ(c["ports"][l]["containerPort"], 9400 + l);
+    }
+    EXPECT_EQ(c["ports"].size(), node == 0 ? 5u : 4u);  // node 0 serves the rendezvous
+    EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "4");
+    EXPECT_EQ(c["resources"]["requests"]["memory"], "512Gi");
+    EXPECT_EQ(pod["spec"]["volumes"][2]["persistentVolumeClaim"]["claimName"], "sft-data");
+    EXPECT_EQ(c["volumeMounts"][2]["mountPath"], "/data");
+  }
+  EXPECT_EQ(d->service["spec"]["clusterIP"], "None");
+  EXPECT_EQ(d->service["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(d->service["spec"]["selector"][kLabelJobName], "long-sft");
+}
+
+TEST(BuildDesired, TheConfigMapHoldsTheSpecTheTrainerLoadsBack) {
+  const api::JobSpec spec = SpecOf(GpuJob());
+  JobContext ctx;
+  StatusOr<DesiredObjects> d = BuildDesired(spec, ctx);
+  ASSERT_TRUE(d.ok());
+  const std::string yaml = d->config_map["data"]["job.yaml"];
+  EXPECT_EQ(yaml, d->job_yaml);
+  StatusOr<api::JobSpec> back = api::LoadJobSpec(yaml, "job.yaml");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, spec);
+}
+
+TEST(BuildDesired, LaterAttemptsResumeAndUseTheTunedBucketSize) {
+  JobContext ctx;
+  ctx.attempt = 2;
+  ctx.bucket_size_override_tokens = 12288;
+  StatusOr<DesiredObjects> d = BuildDesired(SpecOf(GpuJob()), ctx);
+  ASSERT_TRUE(d.ok());
+  StatusOr<api::JobSpec> back = api::LoadJobSpec(d->job_yaml, "job.yaml");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->training.resume_from, "latest");
+  EXPECT_EQ(back->scheduler.bucket_size_tokens, 12288);
+  EXPECT_EQ(d->pods[1]["metadata"]["name"], "long-sft-node-1-2");
+  EXPECT_EQ(EnvOf(d->pods[1], "SKRULL_RUN_ID"), "long-sft-2");
+}
+
+TEST(BuildDesired, TheControllersTrainerImageReplacesOnlyTheDefault) {
+  JobContext ctx;
+  ctx.default_trainer_image = "registry.local/skrull/trainer:0.1.0-cu128";
+  json job = GpuJob();
+  StatusOr<DesiredObjects> d = BuildDesired(SpecOf(job), ctx);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->pods[0]["spec"]["containers"][0]["image"], ctx.default_trainer_image);
+  job["spec"]["image"] = {{"repository", "registry.local/mine"}, {"tag", "v2"}};
+  d = BuildDesired(SpecOf(job), ctx);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->pods[0]["spec"]["containers"][0]["image"], "registry.local/mine:v2");
+}
+
+TEST(BuildDesired, OneNodeRendezvousesOnLoopbackAndCpuJobsAskForNoGpu) {
+  json job = GpuJob();
+  job["spec"]["parallelism"] = {
+      {"nodes", 1}, {"procsPerNode", 2}, {"dataParallel", 1}, {"contextParallel", 2}};
+  job["spec"]["resources"] = {{"gpusPerProc", 0}};
+  StatusOr<DesiredObjects> d = BuildDesired(SpecOf(job), JobContext());
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->pods.size(), 1u);
+  EXPECT_EQ(EnvOf(d->pods[0], "SKRULL_MASTER_ADDR"), "<unset>");
+  EXPECT_EQ(EnvOf(d->pods[0], "NCCL_DEBUG"), "<unset>");
+  EXPECT_FALSE(d->pods[0]["spec"]["containers"][0]["resources"].contains("limits"));
+}
+
+TEST(BuildDesired, ANameTooLongForPodHostnamesIsAnError) {
+  json job = GpuJob(std::string(60, 'a'));
+  StatusOr<DesiredObjects> d = BuildDesired(SpecOf(job), JobContext());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(d.status().message().find("metadata.name: at most 56 characters for a job of 2 "
+                                      "node(s)"),
+            std::string::npos)
+      << d.status();
+  EXPECT_EQ(MaxJobNameLength(10), 56);
+  EXPECT_EQ(MaxJobNameLength(11), 55);
+}
+
+}  // namespace
+}  // namespace skrull::controller
