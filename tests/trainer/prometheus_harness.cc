@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "common/file_util.h"
+#include "common/http_server.h"
 
 extern char** environ;
 
@@ -147,20 +148,7 @@ StatusOr<HttpResponse> HttpGet(const std::string& host, int port, const std::str
   return response;
 }
 
-std::string UrlEncode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    }
-  }
-  return out;
-}
+std::string UrlEncode(std::string_view s) { return http::PercentEncode(std::string(s)); }
 
 StatusOr<int> PickFreeLoopbackPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
