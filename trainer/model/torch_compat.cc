@@ -15,7 +15,8 @@ namespace skrull::model::compat {
 // c10d::ProcessGroup in 1.13). Three adapt by type, with no version check:
 // the AdamW state key (train/optimizer.cc StateKey), how autograd nodes are
 // held (dist/cp_attention.cc MakeNode, train/train_step.h NodeRef). Checked
-// with -fsyntax-only against Debian's libtorch 1.13, 2.6 and 2.14 headers.
+// with -fsyntax-only against Debian's libtorch 2.6 and 2.14 headers by
+// scripts/check-torch2-syntax.sh (the build itself uses 1.13).
 #if TORCH_VERSION_MAJOR >= 2
 #define SKRULL_TORCH_HAS_SDPA 1
 #else
