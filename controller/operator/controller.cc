@@ -15,6 +15,9 @@
 namespace skrull::controller {
 namespace {
 
+constexpr const char* kPhases[] = {"Pending",   "Running", "Restarting",
+                                   "Succeeded", "Failed",  "Suspended"};
+
 std::string KeyOf(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
 void SleepUnless(const std::atomic<bool>& stop, std::chrono::milliseconds d) {
@@ -61,10 +64,7 @@ Controller::Controller(kube::KubeApi* api, ControllerOptions options)
                          .Name("skrull_controller_watch_restarts_total")
                          .Help("Watches restarted after an error or an expired resourceVersion.")
                          .Register(*registry_);
-  for (const char* phase :
-       {"Pending", "Running", "Restarting", "Succeeded", "Failed", "Suspended"}) {
-    jobs_by_phase_->Add({{"phase", phase}});
-  }
+  for (const char* phase : kPhases) jobs_by_phase_->Add({{"phase", phase}});
 }
 
 Controller::~Controller() = default;
@@ -77,10 +77,7 @@ std::string Controller::Metrics() const {
     std::lock_guard<std::mutex> lock(mu_);
     std::map<std::string, int> counts;
     for (const auto& [key, phase] : phase_by_key_) ++counts[phase];
-    for (const char* phase :
-         {"Pending", "Running", "Restarting", "Succeeded", "Failed", "Suspended"}) {
-      jobs_by_phase_->Add({{"phase", phase}}).Set(counts[phase]);
-    }
+    for (const char* phase : kPhases) jobs_by_phase_->Add({{"phase", phase}}).Set(counts[phase]);
   }
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
@@ -98,13 +95,16 @@ void Controller::WatchLoop(const kube::Resource& resource, const std::string& se
                            const std::atomic<bool>& stop) {
   auto& restarts = watch_restarts_->Add({{"resource", resource.plural}});
   std::chrono::milliseconds backoff(500);
+  auto back_off = [&] {
+    SleepUnless(stop, backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
+  };
   while (!stop) {
     StatusOr<kube::ListResult> list = api_->List(resource, options_.watch_namespace, selector);
     if (!list.ok()) {
       std::cerr << "skrull-controller: list " << resource.plural << ": " << list.status() << "\n";
       restarts.Increment();
-      SleepUnless(stop, backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
+      back_off();
       continue;
     }
     for (const kube::json& item : list->items) Enqueue(item, pods);
@@ -130,8 +130,7 @@ void Controller::WatchLoop(const kube::Resource& resource, const std::string& se
       restarts.Increment();
       if (!kube::IsExpired(s)) {
         std::cerr << "skrull-controller: watch " << resource.plural << ": " << s << "\n";
-        SleepUnless(stop, backoff);
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
+        back_off();
       }
       break;  // relist
     }

@@ -376,14 +376,18 @@ Decision Decide(const JobObservation& o) {
     return finish();
   }
   const int64_t bucket_in_use = sb.status()["bucketSizeTokens"].get<int64_t>();
-  if (failed != nullptr) {
-    DeleteLive(attempt_pods, &d);
-    const std::string why = "pod " + failed->name + " failed: " + failed->failure;
+  auto attempt_end = [&] {
     AttemptEnd end;
     end.attempt = attempt;
     end.bucket_size_tokens = bucket_in_use;
-    end.failure = why;
     end.ended = o.now;
+    return end;
+  };
+  if (failed != nullptr) {
+    DeleteLive(attempt_pods, &d);
+    const std::string why = "pod " + failed->name + " failed: " + failed->failure;
+    AttemptEnd end = attempt_end();
+    end.failure = why;
     for (const PodView& p : attempt_pods) {
       if (p.phase == kFailed && (p.failure.find("OOMKilled") != std::string::npos ||
                                  p.failure.rfind("exit code 137", 0) == 0)) {
@@ -408,11 +412,8 @@ Decision Decide(const JobObservation& o) {
     return finish();
   }
   if (succeeded == nodes) {
-    AttemptEnd end;
-    end.attempt = attempt;
-    end.bucket_size_tokens = bucket_in_use;
+    AttemptEnd end = attempt_end();
     end.succeeded = true;
-    end.ended = o.now;
     d.attempt_ended = end;
     Transition(sb, &d, kSucceeded, "Completed", "every node finished", false);
     Finished(*spec, pods, sb, o.now, &d);
