@@ -345,8 +345,9 @@ class Interpreter {
 
   StatusOr<Value> GetAttr(const Value& object, const std::string& name, int line) {
     if (object.IsUndefined()) {
-      return Error(line, (object.name().empty() ? "undefined value" : object.name()) +
-                             " has no attribute '" + name + "'");
+      return Error(line, object.name().empty()
+                             ? "undefined value has no attribute '" + name + "'"
+                             : object.name());
     }
     Value method = BoundMethod(object, name);
     if (!method.IsUndefined()) return method;
@@ -359,8 +360,9 @@ class Interpreter {
 
   StatusOr<Value> GetItem(const Value& object, const Value& key, int line) {
     if (object.IsUndefined()) {
-      return Error(line, (object.name().empty() ? "undefined value" : object.name()) +
-                             " has no item " + key.Repr());
+      return Error(line,
+                   object.name().empty() ? "undefined value has no item " + key.Repr()
+                                         : object.name());
     }
     if (object.IsDict() && key.IsString()) {
       if (const Value* v = object.Find(key.Text())) return *v;
