@@ -40,7 +40,8 @@ namespace {
 auto Fields(const LoraSpec& l) { return std::tie(l.rank, l.alpha, l.target_modules); }
 auto Fields(const ModelSpec& m) { return std::tie(m.config, m.weights, m.seed); }
 auto Fields(const DataSpec& d) {
-  return std::tie(d.path, d.format, d.max_length_tokens, d.over_length, d.malformed);
+  return std::tie(d.path, d.format, d.max_length_tokens, d.over_length, d.malformed, d.tokenizer,
+                  d.chat_template);
 }
 auto Fields(const ParallelismSpec& p) {
   return std::tie(p.nodes, p.procs_per_node, p.data_parallel, p.context_parallel);
@@ -87,6 +88,7 @@ void ResolvePaths(const std::string& base_dir, JobSpec* spec) {
   spec->model.config = Resolve(base_dir, spec->model.config);
   spec->model.weights = Resolve(base_dir, spec->model.weights);
   spec->data.path = Resolve(base_dir, spec->data.path);
+  spec->data.tokenizer = Resolve(base_dir, spec->data.tokenizer);
   spec->scheduler.hardware_profile = Resolve(base_dir, spec->scheduler.hardware_profile);
   spec->training.output_dir = Resolve(base_dir, spec->training.output_dir);
   if (spec->training.resume_from != kResumeLatest) {

@@ -28,7 +28,7 @@
 // applies (required fields report "required"). An empty string does the same
 // for optional string fields.
 //
-// Relative paths (model.config, model.weights, data.path,
+// Relative paths (model.config, model.weights, data.path, data.tokenizer,
 // scheduler.hardwareProfile, training.outputDir, training.resumeFrom unless it
 // is "latest") are resolved against the
 // directory of the job file by LoadJobSpecFile; `source_dir` records that
@@ -78,6 +78,14 @@ struct DataSpec {
   int64_t max_length_tokens = 0;
   OverLengthPolicy over_length = OverLengthPolicy::kError;  // YAML: onOverLength
   MalformedPolicy malformed = MalformedPolicy::kError;      // YAML: onMalformed
+  // text-jsonl: a Hugging Face tokenizer.json or model folder (tokenizer.json,
+  // tokenizer_config.json with the chat template); empty = the 256-id byte
+  // tokenizer, which only suits randomly initialised models. Resolved like
+  // the other paths.
+  std::string tokenizer;
+  // YAML: chatTemplate. A Jinja chat template replacing the tokenizer's; empty
+  // = the one in tokenizer_config.json (or chat_template.jinja).
+  std::string chat_template;
 };
 
 struct ParallelismSpec {

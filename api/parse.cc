@@ -41,6 +41,8 @@ void ParseData(MapReader& m, DataSpec* data) {
   m.ReadTokens("maxLength", &data->max_length_tokens);
   m.ReadEnum("onOverLength", kOverLengthPolicyNames, &data->over_length);
   m.ReadEnum("onMalformed", kMalformedPolicyNames, &data->malformed);
+  m.Read("tokenizer", &data->tokenizer);
+  m.Read("chatTemplate", &data->chat_template);
 }
 
 void ParseParallelism(MapReader& m, ParallelismSpec* p) {

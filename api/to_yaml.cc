@@ -116,8 +116,10 @@ std::string ToYaml(const JobSpec& s) {
       .Raw("format", DataFormatName(d.format))
       .Int("maxLength", d.max_length_tokens)
       .Raw("onOverLength", OverLengthPolicyName(d.over_length))
-      .Raw("onMalformed", MalformedPolicyName(d.malformed))
-      .End();
+      .Raw("onMalformed", MalformedPolicyName(d.malformed));
+  if (!d.tokenizer.empty()) w.Str("tokenizer", d.tokenizer);
+  if (!d.chat_template.empty()) w.Str("chatTemplate", d.chat_template);
+  w.End();
 
   const ParallelismSpec& p = s.parallelism;
   w.Begin("parallelism")

@@ -140,9 +140,26 @@ void CheckModel(const ModelSpec& m, Checker& c) {
   }
 }
 
-void CheckData(const DataSpec& d, Checker& c) {
+void CheckData(const JobSpec& s, Checker& c) {
+  const DataSpec& d = s.data;
   c.Required("spec.data.path", d.path, "path to a .jsonl file");
   c.AtLeast("spec.data.maxLength", d.max_length_tokens, 0);
+  const bool text = d.format == DataFormat::kTextJsonl;
+  if (text && d.tokenizer.empty() && !s.model.weights.empty()) {
+    c.Error("spec.data.tokenizer",
+            "required: text-jsonl with pretrained weights (spec.model.weights) needs the model's "
+            "own tokenizer; set spec.data.tokenizer to the model folder or its tokenizer.json "
+            "(the built-in byte tokenizer's ids mean nothing to a pretrained model)");
+  }
+  if (!text && !d.tokenizer.empty()) {
+    c.Error("spec.data.tokenizer",
+            "only used with spec.data.format: text-jsonl (tokenized-jsonl already holds ids); "
+            "remove it or switch the format");
+  }
+  if (!d.chat_template.empty() && d.tokenizer.empty()) {
+    c.Error("spec.data.chatTemplate",
+            "needs spec.data.tokenizer (the byte tokenizer has a fixed chat format)");
+  }
 }
 
 void CheckParallelism(const ParallelismSpec& p, Checker& c) {
@@ -288,7 +305,7 @@ void CollectValidationErrors(const ParsedJobSpec& parsed, Diagnostics* diag) {
   CheckHeader(parsed, c);
   CheckMetadata(s, c);
   CheckModel(s.model, c);
-  CheckData(s.data, c);
+  CheckData(s, c);
   CheckParallelism(s.parallelism, c);
   CheckScheduler(s.scheduler, c);
   CheckTraining(s.training, c);

@@ -45,8 +45,13 @@ JobSpec EverythingSet() {
   s.model.weights = "/models/qwen";
   s.model.seed = std::numeric_limits<uint64_t>::max();
   s.model.lora = LoraSpec{8, 16.5, {"q_proj", "down_proj"}};
-  s.data = {"/data/train.jsonl", DataFormat::kTextJsonl, 32768, OverLengthPolicy::kTruncate,
-            MalformedPolicy::kSkip};
+  s.data = {"/data/train.jsonl",
+            DataFormat::kTextJsonl,
+            32768,
+            OverLengthPolicy::kTruncate,
+            MalformedPolicy::kSkip,
+            "/models/qwen2.5",
+            "{%- for m in messages %}\n  {{- m.content + '\\n' }}\n{% endfor %}"};
   s.parallelism = {2, 4, 2, 4};
   s.scheduler = {SchedulerPolicy::kBalancedCp, false, 26624, 40, 12345, "/profiles/h100.json"};
   TrainingSpec& t = s.training;

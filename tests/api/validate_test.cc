@@ -126,8 +126,33 @@ TEST(Validate, Data) {
        "spec.data.onOverLength: must be one of error, truncate, skip (got 'drop')"},
       {"spec.data.onMalformed", "ignore",
        "spec.data.onMalformed: must be one of error, skip (got 'ignore')"},
+      {"spec.data.tokenizer", "models/qwen",
+       "spec.data.tokenizer: only used with spec.data.format: text-jsonl (tokenized-jsonl "
+       "already holds ids); remove it or switch the format"},
+      {"spec.data.tokenizer", "[a]", "spec.data.tokenizer: expected a string, got a list"},
   };
   for (const BadField& c : cases) ExpectOnlyError(c);
+}
+
+TEST(Validate, TextDataForPretrainedWeightsNeedsTheModelsTokenizer) {
+  const std::string job = JobYaml()
+                              .Set("spec.model.weights", "models/qwen/model.safetensors")
+                              .Set("spec.data.format", "text-jsonl")
+                              .Text();
+  EXPECT_EQ(LoadErrors(job),
+            std::vector<std::string>{
+                "spec.data.tokenizer: required: text-jsonl with pretrained weights "
+                "(spec.model.weights) needs the model's own tokenizer; set spec.data.tokenizer to "
+                "the model folder or its tokenizer.json (the built-in byte tokenizer's ids mean "
+                "nothing to a pretrained model)"});
+  EXPECT_TRUE(LoadErrors(JobYaml(job).Set("spec.data.tokenizer", "models/qwen").Text()).empty());
+  // Random init with text-jsonl keeps the byte tokenizer.
+  EXPECT_TRUE(LoadErrors(JobYaml().Set("spec.data.format", "text-jsonl").Text()).empty());
+  EXPECT_EQ(LoadErrors(JobYaml().Set("spec.data.format", "text-jsonl")
+                           .Set("spec.data.chatTemplate", "'{{ x }}'")
+                           .Text()),
+            std::vector<std::string>{"spec.data.chatTemplate: needs spec.data.tokenizer (the byte "
+                                     "tokenizer has a fixed chat format)"});
 }
 
 TEST(Validate, ParallelismDegreesAreAtLeastOne) {
