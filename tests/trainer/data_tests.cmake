@@ -14,3 +14,6 @@ skrull_test(trainer_data_make_data_test
   DEPS skrull_data)
 # The binary's flags and exit codes.
 add_dependencies(trainer_data_make_data_test skrull-make-data)
+skrull_test(trainer_data_tokenizer_dataset_test
+  SOURCES data_tokenizer_dataset_test.cc
+  DEPS skrull_data)

@@ -5,22 +5,29 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <limits>
 #include <sstream>
 #include <utility>
 
+#include "tokenizer/text_encoder.h"
 #include "trainer/data/byte_tokenizer.h"
 #include "trainer/data/jsonl_record.h"
 #include "trainer/data/line_reader.h"
+#include "trainer/data/parallel_parse.h"
 
 namespace skrull::data {
 
 namespace {
 
-Status ParseLine(const DatasetOptions& options, std::string_view line, TokenRecord* record) {
-  if (options.format == api::DataFormat::kTextJsonl) return ParseTextLine(line, record);
+Status ParseLine(const DatasetOptions& options, const tokenizer::TextEncoder* encoder,
+                 std::string_view line, TokenRecord* record) {
+  if (options.format == api::DataFormat::kTextJsonl) {
+    return ParseTextLine(line, record, encoder, options.vocab_size);
+  }
   return ParseTokenizedLine(line, options.vocab_size, record);
 }
 
@@ -48,7 +55,7 @@ Status ValidateOptions(const DatasetOptions& o) {
     problems.push_back("vocab_size: must be >= 0 (0 = unchecked), got " +
                        std::to_string(o.vocab_size));
   }
-  if (o.format == api::DataFormat::kTextJsonl && o.vocab_size > 0 &&
+  if (o.format == api::DataFormat::kTextJsonl && o.tokenizer.empty() && o.vocab_size > 0 &&
       o.vocab_size < kByteVocabSize) {
     problems.push_back(
         "spec.data.format: text-jsonl uses the byte tokenizer (256 ids) but the "
@@ -100,6 +107,8 @@ DatasetOptions DatasetOptionsFromSpec(const api::DataSpec& spec, int32_t vocab_s
   o.over_length = spec.over_length;
   o.malformed = spec.malformed;
   o.vocab_size = vocab_size;
+  o.tokenizer = spec.tokenizer;
+  o.chat_template = spec.chat_template;
   return o;
 }
 
@@ -112,6 +121,7 @@ std::string StatsSummary(const DatasetStats& s) {
   if (s.truncated > 0) os << ", " << s.truncated << " truncated";
   os << "), " << s.total_tokens << " tokens (" << s.label_tokens << " with loss), longest "
      << s.max_length;
+  if (!s.index_cache.empty()) os << "; index " << s.index_cache;
   return os.str();
 }
 
@@ -131,76 +141,105 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
     return IoError(path + ": cannot open: " + std::strerror(err));
   }
   std::unique_ptr<Dataset> ds(new Dataset(options, fd));
+  if (options.format == api::DataFormat::kTextJsonl && !options.tokenizer.empty()) {
+    auto encoder = tokenizer::TextEncoder::Load({options.tokenizer, options.chat_template});
+    if (!encoder.ok()) return encoder.status().WithContext("spec.data.tokenizer");
+    ds->encoder_ = std::move(*encoder);
+  }
   struct stat st;
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     return InvalidArgumentError(path + ": is a directory; spec.data.path must name a .jsonl file");
   }
 
+  const bool cache = options.cache_index && options.format == api::DataFormat::kTextJsonl;
+  uint64_t key = 0;
+  if (cache) {
+    SKRULL_ASSIGN_OR_RETURN(key, ds->IndexKey());
+    if (ds->LoadIndex(key)) return ds;
+  }
+  const auto started = std::chrono::steady_clock::now();
   const int64_t max_len = options.max_length_tokens;
   DatasetStats& stats = ds->stats_;
   ProblemList malformed(options.max_reported_problems);
   ProblemList over_length(options.max_reported_problems);
   int64_t longest_over = 0;
   LineReader reader(fd, path);
-  TokenRecord record;
+  BatchParser parser(
+      [&](std::string_view text, TokenRecord* r) {
+        return ParseLine(options, ds->encoder_.get(), text, r);
+      },
+      IndexThreads(options.threads));
   std::string_view line;
   int64_t offset = 0;
   int64_t number = 0;
-  while (true) {
-    SKRULL_ASSIGN_OR_RETURN(bool more, reader.Next(&line, &offset, &number));
-    if (!more) break;
-    ++stats.lines;
-    if (IsBlank(line)) {
-      ++stats.blank_lines;
-      continue;
+  bool more = true;
+  while (more) {
+    SKRULL_ASSIGN_OR_RETURN(more, reader.Next(&line, &offset, &number));
+    if (more) {
+      using Kind = QueuedLine::Kind;
+      const Kind kind = IsBlank(line)                                          ? Kind::kBlank
+                        : line.size() > std::numeric_limits<uint32_t>::max() ? Kind::kTooLong
+                                                                               : Kind::kParse;
+      parser.Add(line, offset, number, kind);
+      if (!parser.Full()) continue;
     }
-    const std::string where = path + ":" + std::to_string(number);
-    if (line.size() > std::numeric_limits<uint32_t>::max()) {
-      malformed.Add(where + ": line is over 4 GiB");
-      continue;
-    }
-    Status parsed = ParseLine(options, line, &record);
-    if (!parsed.ok()) {
-      if (options.malformed == api::MalformedPolicy::kSkip) {
-        ++stats.skipped_malformed;
-      } else {
-        malformed.Add(where + ": " + parsed.message());
+    parser.Run();
+    for (const QueuedLine& queued : parser.lines()) {
+      ++stats.lines;
+      if (queued.kind == QueuedLine::Kind::kBlank) {
+        ++stats.blank_lines;
+        continue;
       }
-      continue;
-    }
-    int64_t tokens = static_cast<int64_t>(record.input_ids.size());
-    if (max_len > 0 && tokens > max_len) {
-      switch (options.over_length) {
-        case api::OverLengthPolicy::kError:
-          over_length.Add(where + ": sample is " + std::to_string(tokens) +
-                          " tokens, over the limit of " + std::to_string(max_len));
-          longest_over = std::max(longest_over, tokens);
-          continue;
-        case api::OverLengthPolicy::kSkip:
-          ++stats.skipped_over_length;
-          continue;
-        case api::OverLengthPolicy::kTruncate:
-          ++stats.truncated;
-          tokens = max_len;
-          break;
+      const std::string where = path + ":" + std::to_string(queued.number);
+      if (queued.kind == QueuedLine::Kind::kTooLong) {
+        malformed.Add(where + ": line is over 4 GiB");
+        continue;
       }
+      const Status& parsed = queued.status;
+      const TokenRecord& record = queued.record;
+      if (!parsed.ok()) {
+        if (options.malformed == api::MalformedPolicy::kSkip) {
+          ++stats.skipped_malformed;
+        } else {
+          malformed.Add(where + ": " + parsed.message());
+        }
+        continue;
+      }
+      int64_t tokens = static_cast<int64_t>(record.input_ids.size());
+      if (max_len > 0 && tokens > max_len) {
+        switch (options.over_length) {
+          case api::OverLengthPolicy::kError:
+            over_length.Add(where + ": sample is " + std::to_string(tokens) +
+                            " tokens, over the limit of " + std::to_string(max_len));
+            longest_over = std::max(longest_over, tokens);
+            continue;
+          case api::OverLengthPolicy::kSkip:
+            ++stats.skipped_over_length;
+            continue;
+          case api::OverLengthPolicy::kTruncate:
+            ++stats.truncated;
+            tokens = max_len;
+            break;
+        }
+      }
+      if (tokens > std::numeric_limits<int32_t>::max()) {
+        malformed.Add(where + ": sample has " + std::to_string(tokens) +
+                      " tokens, over 2^31; set spec.data.maxLength");
+        continue;
+      }
+      Entry e;
+      e.offset = queued.offset;
+      e.line = queued.number;
+      e.bytes = static_cast<uint32_t>(queued.bytes);
+      e.tokens = static_cast<int32_t>(tokens);
+      e.label_tokens = static_cast<int32_t>(ShiftedLabelTokens(tokens, record.labels));
+      ds->index_.push_back(e);
+      ++stats.samples;
+      stats.total_tokens += tokens;
+      stats.label_tokens += e.label_tokens;
+      stats.max_length = std::max(stats.max_length, tokens);
     }
-    if (tokens > std::numeric_limits<int32_t>::max()) {
-      malformed.Add(where + ": sample has " + std::to_string(tokens) +
-                    " tokens, over 2^31; set spec.data.maxLength");
-      continue;
-    }
-    Entry e;
-    e.offset = offset;
-    e.line = number;
-    e.bytes = static_cast<uint32_t>(line.size());
-    e.tokens = static_cast<int32_t>(tokens);
-    e.label_tokens = static_cast<int32_t>(ShiftedLabelTokens(tokens, record.labels));
-    ds->index_.push_back(e);
-    ++stats.samples;
-    stats.total_tokens += tokens;
-    stats.label_tokens += e.label_tokens;
-    stats.max_length = std::max(stats.max_length, tokens);
+    parser.Clear();
   }
 
   if (malformed.count() > 0 || over_length.count() > 0) {
@@ -229,6 +268,17 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
     return InvalidArgumentError(path + ": no token carries loss (every target is -100; " +
                                 StatsSummary(stats) +
                                 "); labels mask everything, so there is nothing to learn");
+  }
+  if (cache) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    char took[32];
+    std::snprintf(took, sizeof(took), "%.1f s", seconds);
+    Status saved = ds->SaveIndex(key);
+    stats.index_cache = std::string("built in ") + took + " (" +
+                        std::to_string(IndexThreads(options.threads)) + " threads); " +
+                        (saved.ok() ? "cached in " + ds->IndexCachePath()
+                                    : "not cached: " + saved.message());
   }
   return ds;
 }
@@ -264,7 +314,7 @@ StatusOr<Sample> Dataset::Get(int64_t i) const {
   };
   if (done != buf.size()) return changed("file is shorter");
   TokenRecord record;
-  Status parsed = ParseLine(options_, buf, &record);
+  Status parsed = ParseLine(options_, encoder_.get(), buf, &record);
   if (!parsed.ok()) return changed(parsed.message());
   const int64_t n = static_cast<int64_t>(record.input_ids.size());
   const bool truncate = options_.over_length == api::OverLengthPolicy::kTruncate &&

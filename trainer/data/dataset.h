@@ -12,8 +12,10 @@
 //                    unshifted, -100 masks a token; other keys are ignored.
 //   text-jsonl       {"text": "..."} or {"messages": [{"role":
 //                    "system|user|assistant", "content": "..."}]}, encoded by
-//                    the byte tokenizer (byte_tokenizer.h: vocab 256, loss on
-//                    assistant content only).
+//                    the Hugging Face tokenizer in `tokenizer` (model's chat
+//                    template; tokenizer/text_encoder.h), or without one by
+//                    the byte tokenizer (byte_tokenizer.h: vocab 256). Loss on
+//                    assistant content only.
 // Blank lines (only whitespace) are ignored: counted in `lines`, not samples.
 //
 // Problems name FILE:LINE, what is wrong and the fix:
@@ -39,6 +41,10 @@
 #include "common/status.h"
 #include "trainer/data/sample.h"
 
+namespace skrull::tokenizer {
+class TextEncoder;
+}  // namespace skrull::tokenizer
+
 namespace skrull::data {
 
 struct DatasetOptions {
@@ -54,6 +60,16 @@ struct DatasetOptions {
   int32_t vocab_size = 0;
   // How many problem lines an error message lists before "... and N more".
   int max_reported_problems = 10;
+  // text-jsonl: a tokenizer.json or model folder ("" = the byte tokenizer),
+  // and a chat template replacing the model's ("" = the model's).
+  std::string tokenizer;
+  std::string chat_template;
+  // Threads that parse lines while indexing; 0 = one per core.
+  int threads = 0;
+  // text-jsonl: keep the index in PATH.skrull-index, keyed by a hash of the
+  // data file's bytes, the tokenizer files, the chat template and the options
+  // above, so a later Open with the same inputs skips tokenizing.
+  bool cache_index = true;
 };
 
 // Maps the job's data section; vocab_size comes from the model config.
@@ -69,6 +85,7 @@ struct DatasetStats {
   int64_t total_tokens = 0;         // sum of sample lengths (after truncation)
   int64_t label_tokens = 0;         // sum of LabelTokens over samples
   int64_t max_length = 0;           // longest sample in tokens (after truncation)
+  std::string index_cache;          // text-jsonl: how the index cache was used
 };
 
 // "N samples (L lines; ...), T tokens (X with loss), longest M" for logs.
@@ -118,8 +135,14 @@ class Dataset {
 
   explicit Dataset(DatasetOptions options, int fd);
   const Entry& At(int64_t i) const;
+  // The index cache (index_cache.cc).
+  std::string IndexCachePath() const { return options_.path + ".skrull-index"; }
+  StatusOr<uint64_t> IndexKey() const;
+  bool LoadIndex(uint64_t key);
+  Status SaveIndex(uint64_t key) const;
 
   DatasetOptions options_;
+  std::shared_ptr<const tokenizer::TextEncoder> encoder_;  // text-jsonl with a tokenizer
   int fd_;
   std::vector<Entry> index_;
   DatasetStats stats_;

@@ -165,7 +165,9 @@ Status ReadString(const Json& obj, const std::string& key, const std::string& wh
 
 }  // namespace
 
-Status ParseTextLine(std::string_view line, TokenRecord* record) {
+Status ParseTextLine(std::string_view line, TokenRecord* record,
+                     const tokenizer::TextEncoder* encoder, int32_t vocab_size) {
+  if (encoder != nullptr) return ParseTextLineWithTokenizer(line, *encoder, vocab_size, record);
   Json obj;
   SKRULL_RETURN_IF_ERROR(ParseObject(line, kTextShape, &obj));
   const bool has_text = obj.contains("text");

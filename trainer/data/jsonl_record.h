@@ -9,6 +9,10 @@
 
 #include "common/status.h"
 
+namespace skrull::tokenizer {
+class TextEncoder;
+}  // namespace skrull::tokenizer
+
 namespace skrull::data {
 
 // One line's tokens. `labels` are UNSHIFTED (Hugging Face). has_labels false
@@ -40,8 +44,18 @@ Status DomParseTokenizedLine(std::string_view line, TokenRecord* record);
 Status ValidateTokenRecord(const TokenRecord& record, int32_t vocab_size);
 
 // text-jsonl: {"text": string} or {"messages": [{"role", "content"}, ...]},
-// encoded with the byte tokenizer (byte_tokenizer.h).
-Status ParseTextLine(std::string_view line, TokenRecord* record);
+// encoded with the byte tokenizer (byte_tokenizer.h), or, when `encoder` is
+// given, with a Hugging Face tokenizer (ParseTextLineWithTokenizer).
+Status ParseTextLine(std::string_view line, TokenRecord* record,
+                     const tokenizer::TextEncoder* encoder = nullptr, int32_t vocab_size = 0);
+
+// text-jsonl through `encoder` (tokenizer/text_encoder.h): "text" as
+// encode(text) (has_labels false: every token is a label); "messages" (a
+// non-empty list of objects with a string "role", at least one "assistant")
+// as apply_chat_template(messages, tokenize=True) with assistant-only labels.
+// Ids >= `vocab_size` (0 = unchecked) are an error naming the id.
+Status ParseTextLineWithTokenizer(std::string_view line, const tokenizer::TextEncoder& encoder,
+                                  int32_t vocab_size, TokenRecord* record);
 
 }  // namespace skrull::data
 

@@ -1,0 +1,134 @@
+// skrull-tokenize: text-jsonl -> token ids with a Hugging Face tokenizer, the
+// same code the trainer runs on text-jsonl (ParseTextLineWithTokenizer).
+//   skrull-tokenize --tokenizer PATH [--chat] [--chat-template FILE]
+//                   [--input FILE] [--output FILE]
+// Without --chat each line is {"text": ...} -> {"input_ids": [...]} (Hugging
+// Face tokenizers' encode(text), special tokens of the post-processor
+// included). With --chat each line is {"messages": [...]} -> {"input_ids":
+// [...], "labels": [...]} (apply_chat_template(messages, tokenize=True);
+// labels -100 except assistant content and its end-of-turn token).
+// Blank lines are skipped. The first bad line stops it: "FILE:LINE: why" on
+// stderr, exit status 1. stdin / stdout by default.
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "common/file_util.h"
+#include "tokenizer/text_encoder.h"
+#include "trainer/data/jsonl_record.h"
+
+namespace {
+
+struct Flags {
+  std::string tokenizer;
+  bool chat = false;
+  std::string chat_template_file;
+  std::string input = "-";
+  std::string output = "-";
+};
+
+void WriteIds(const char* key, const std::vector<int32_t>& ids, std::string* out) {
+  *out += '"';
+  *out += key;
+  *out += "\": [";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) *out += ", ";
+    *out += std::to_string(ids[i]);
+  }
+  *out += ']';
+}
+
+// The line's kind must match --chat.
+skrull::Status CheckKind(const std::string& line, bool chat) {
+  const auto doc = nlohmann::json::parse(line, nullptr, false);
+  if (!doc.is_object()) return skrull::OkStatus();  // the parser explains
+  if (chat && doc.contains("text")) {
+    return skrull::InvalidArgumentError("has \"text\" but --chat expects {\"messages\": [...]}");
+  }
+  if (!chat && doc.contains("messages")) {
+    return skrull::InvalidArgumentError("has \"messages\"; pass --chat to encode chats");
+  }
+  return skrull::OkStatus();
+}
+
+int Run(const Flags& flags) {
+  skrull::tokenizer::TextEncoderOptions options;
+  options.path = flags.tokenizer;
+  if (!flags.chat_template_file.empty()) {
+    auto text = skrull::ReadFileToString(flags.chat_template_file);
+    if (!text.ok()) {
+      std::cerr << "skrull-tokenize: " << text.status().message() << "\n";
+      return 1;
+    }
+    options.chat_template = *text;
+  }
+  auto encoder = skrull::tokenizer::TextEncoder::Load(options);
+  if (!encoder.ok()) {
+    std::cerr << "skrull-tokenize: " << encoder.status().message() << "\n";
+    return 1;
+  }
+  std::ifstream in_file;
+  std::ofstream out_file;
+  if (flags.input != "-") {
+    in_file.open(flags.input, std::ios::binary);
+    if (!in_file) {
+      std::cerr << "skrull-tokenize: " << flags.input << ": cannot open\n";
+      return 1;
+    }
+  }
+  if (flags.output != "-") {
+    out_file.open(flags.output, std::ios::binary | std::ios::trunc);
+    if (!out_file) {
+      std::cerr << "skrull-tokenize: " << flags.output << ": cannot create\n";
+      return 1;
+    }
+  }
+  std::istream& in = flags.input == "-" ? std::cin : in_file;
+  std::ostream& out = flags.output == "-" ? std::cout : out_file;
+  const std::string name = flags.input == "-" ? "<stdin>" : flags.input;
+  std::string line, json;
+  skrull::data::TokenRecord record;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+    skrull::Status status = CheckKind(line, flags.chat);
+    if (status.ok()) {
+      status = skrull::data::ParseTextLineWithTokenizer(line, **encoder, 0, &record);
+    }
+    if (!status.ok()) {
+      std::cerr << name << ":" << number << ": " << status.message() << "\n";
+      return 1;
+    }
+    json = "{";
+    WriteIds("input_ids", record.input_ids, &json);
+    if (flags.chat) {
+      json += ", ";
+      WriteIds("labels", record.labels, &json);
+    }
+    json += "}\n";
+    out << json;
+  }
+  out.flush();
+  if (!out) {
+    std::cerr << "skrull-tokenize: writing " << (flags.output == "-" ? "stdout" : flags.output)
+              << " failed\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"Tokenizes text-jsonl with a Hugging Face tokenizer.json (byte-level BPE)"};
+  app.add_option("--tokenizer", flags.tokenizer, "tokenizer.json or a model folder")->required();
+  app.add_flag("--chat", flags.chat, "lines are {\"messages\": [...]}; print labels too");
+  app.add_option("--chat-template", flags.chat_template_file,
+                 "a file whose text replaces the model's chat template");
+  app.add_option("--input", flags.input, "input JSONL (default: stdin)");
+  app.add_option("--output", flags.output, "output JSONL (default: stdout)");
+  CLI11_PARSE(app, argc, argv);
+  return Run(flags);
+}
