@@ -276,6 +276,11 @@ def check_jobs(c, validator):
         ("metadata.name", "a" * 63),
         ("spec.storage", {"claimName": "skrull-data", "mountPath": "/mnt/data", "readOnly": True}),
         ("spec.storage", {}),
+        (
+            "spec.data",
+            {"path": "/data/chat.jsonl", "format": "text-jsonl", "tokenizer": "/data/models/qwen",
+             "chatTemplate": "{% for m in messages %}{{ m.content }}{% endfor %}"},
+        ),
     ]
     for path, value in accepted:
         errors = validator.validate(mutated(example, path, value))
@@ -305,6 +310,17 @@ def check_jobs(c, validator):
         ("spec.model.lora", {"targetModules": ["qproj"]}, "Unsupported value 'qproj'"),
         ("spec.model.lora", {"alpha": 0}, "spec.model.lora.alpha: should be greater than 0"),
         ("spec.data.format", "jsonl", "spec.data.format: Unsupported value 'jsonl'"),
+        ("spec.data.tokenizer", "/data/models/qwen", "tokenizer: only used with format text-jsonl"),
+        (
+            "spec.data",
+            {"path": "/data/chat.jsonl", "format": "text-jsonl", "chatTemplate": "x"},
+            "chatTemplate: needs tokenizer",
+        ),
+        (
+            "spec.data",
+            {"path": "/data/chat.jsonl", "format": "text-jsonl"},
+            "data.tokenizer: required for text-jsonl with model.weights",
+        ),
         ("spec.data.maxLength", -1, "spec.data.maxLength: should be greater than or equal to 0"),
         ("spec.scheduler.bucketSize", "26KB", "spec.scheduler.bucketSize: should match"),
         ("spec.scheduler.bucketSize", "2.5K", "spec.scheduler.bucketSize: should match"),
