@@ -1,7 +1,6 @@
 #include "trainer/data/parallel_parse.h"
 
 #include <algorithm>
-#include <atomic>
 #include <thread>
 #include <utility>
 
@@ -11,7 +10,49 @@ BatchParser::BatchParser(ParseFn parse, int threads, size_t max_bytes, size_t ma
     : parse_(std::move(parse)),
       threads_(std::max(threads, 1)),
       max_bytes_(max_bytes),
-      max_lines_(max_lines) {}
+      max_lines_(max_lines) {
+  for (int t = 1; t < threads_; ++t) helpers_.emplace_back([this] { Helper(); });
+}
+
+BatchParser::~BatchParser() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : helpers_) t.join();
+}
+
+void BatchParser::Work() {
+  while (true) {
+    size_t i;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (next_ >= lines_.size()) return;
+      i = next_++;
+    }
+    QueuedLine& line = lines_[i];
+    if (line.kind == QueuedLine::Kind::kParse) line.status = parse_(line.text, &line.record);
+  }
+}
+
+void BatchParser::Helper() {
+  uint64_t seen = 0;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+    }
+    Work();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --busy_;
+    }
+    done_.notify_all();
+  }
+}
 
 void BatchParser::Add(std::string_view text, int64_t offset, int64_t number,
                       QueuedLine::Kind kind) {
@@ -26,19 +67,16 @@ void BatchParser::Add(std::string_view text, int64_t offset, int64_t number,
 }
 
 void BatchParser::Run() {
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < lines_.size(); i = next.fetch_add(1)) {
-      QueuedLine& line = lines_[i];
-      if (line.kind == QueuedLine::Kind::kParse) line.status = parse_(line.text, &line.record);
-    }
-  };
-  const size_t helpers = std::min<size_t>(static_cast<size_t>(threads_ - 1), lines_.size());
-  std::vector<std::thread> pool;
-  pool.reserve(helpers);
-  for (size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    next_ = 0;
+    busy_ = static_cast<int>(helpers_.size());
+    ++generation_;
+  }
+  wake_.notify_all();
+  Work();
+  std::unique_lock<std::mutex> lock(mu_);
+  done_.wait(lock, [&] { return busy_ == 0; });
 }
 
 void BatchParser::Clear() {

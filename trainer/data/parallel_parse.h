@@ -6,9 +6,12 @@
 #ifndef SKRULL_TRAINER_DATA_PARALLEL_PARSE_H_
 #define SKRULL_TRAINER_DATA_PARALLEL_PARSE_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <string_view>
 #include <vector>
 
@@ -33,7 +36,12 @@ class BatchParser {
   using ParseFn = std::function<Status(std::string_view line, TokenRecord* record)>;
   // `threads` >= 1 (1 = parse on the calling thread). A batch runs when it
   // holds `max_bytes` of text or `max_lines` lines.
+  // The helper threads live as long as the parser, so per-thread caches
+  // (the tokenizer's piece cache) stay warm across batches.
   BatchParser(ParseFn parse, int threads, size_t max_bytes = 8 << 20, size_t max_lines = 1 << 14);
+  ~BatchParser();
+  BatchParser(const BatchParser&) = delete;
+  BatchParser& operator=(const BatchParser&) = delete;
 
   void Add(std::string_view text, int64_t offset, int64_t number, QueuedLine::Kind kind);
   bool Full() const { return bytes_ >= max_bytes_ || lines_.size() >= max_lines_; }
@@ -49,6 +57,17 @@ class BatchParser {
   size_t max_lines_;
   size_t bytes_ = 0;
   std::vector<QueuedLine> lines_;
+
+  void Work();    // parses lines until none is left in this batch
+  void Helper();  // a helper thread's loop
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  uint64_t generation_ = 0;  // bumped per batch
+  int busy_ = 0;             // helpers still working on the batch
+  bool stop_ = false;
+  size_t next_ = 0;  // next line to parse (guarded by mu_)
+  std::vector<std::thread> helpers_;
 };
 
 // Threads for indexing: `requested` when > 0, else the machine's cores (>= 1).
