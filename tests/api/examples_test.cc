@@ -48,6 +48,17 @@ TEST(Examples, QuickstartValidates) {
   EXPECT_EQ(spec->metrics.port, 9400);
 }
 
+TEST(Examples, QuickstartWithARealTokenizerValidates) {
+  ASSERT_FALSE(SourceDir().empty()) << "SKRULL_SOURCE_DIR is not set; run through ctest";
+  StatusOr<JobSpec> spec = LoadJobSpecFile(SourceDir() + "/examples/quickstart-tokenizer.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->data.format, DataFormat::kTextJsonl);
+  EXPECT_EQ(spec->data.tokenizer,
+            fs::path(SourceDir() + "/third_party/npm/tokenizer-refs/tokenizer-qwen3/models")
+                .lexically_normal()
+                .string());
+}
+
 TEST(Examples, EveryErrorExampleFailsWithItsExpectedText) {
   ASSERT_FALSE(SourceDir().empty()) << "SKRULL_SOURCE_DIR is not set; run through ctest";
   const fs::path dir = fs::path(SourceDir()) / "examples" / "errors";

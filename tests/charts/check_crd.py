@@ -217,7 +217,11 @@ def check_jobs(c, validator):
             return load_k8s_yaml(f.read())
 
     example = load("charts/skrull/examples/skrulljob.yaml")
-    for path in ("charts/skrull/examples/skrulljob.yaml", "examples/quickstart.yaml"):
+    for path in (
+        "charts/skrull/examples/skrulljob.yaml",
+        "examples/quickstart.yaml",
+        "examples/quickstart-tokenizer.yaml",
+    ):
         errors = validator.validate(load(path))
         c.check(f"{path} is a valid SkrullJob", not errors, errors)
     # The documented mistakes of examples/errors/ are caught by the API server
