@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -57,6 +58,10 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
+// CPU seconds of this process, all threads: MB per CPU-second is the
+// per-core rate even when other processes share the cores.
+double CpuSeconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,22 +90,27 @@ int main(int argc, char** argv) {
   const double mb = static_cast<double>(bytes) / 1e6;
 
   auto t_load = Clock::now();
+  const double c_load = CpuSeconds();
   auto encoder = skrull::tokenizer::TextEncoder::Load({tokenizer_path, ""});
   const double load_s = Seconds(t_load);
+  const double load_cpu = CpuSeconds() - c_load;
   if (!encoder.ok()) {
     std::cerr << "bench_tokenizer: " << encoder.status().message() << "\n";
     return 1;
   }
 
   auto t0 = Clock::now();
+  double c0 = CpuSeconds();
   int64_t byte_tokens = 0;
   for (const std::string& p : corpus) {
     auto r = skrull::data::EncodeText(p);
     byte_tokens += r.ok() ? static_cast<int64_t>(r->input_ids.size()) : 0;
   }
   const double byte_s = Seconds(t0);
+  const double byte_cpu = CpuSeconds() - c0;
 
   t0 = Clock::now();
+  c0 = CpuSeconds();
   int64_t bpe_tokens = 0;
   std::vector<int32_t> ids;
   for (const std::string& p : corpus) {
@@ -109,6 +119,7 @@ int main(int argc, char** argv) {
     bpe_tokens += static_cast<int64_t>(ids.size());
   }
   const double bpe_s = Seconds(t0);
+  const double bpe_cpu = CpuSeconds() - c0;
 
   const fs::path dir = fs::temp_directory_path() / ("skrull_bench_tokenizer_" +
                                                     std::to_string(::getpid()));
@@ -126,9 +137,11 @@ int main(int argc, char** argv) {
   const int used_threads = threads > 0 ? threads
                                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   t0 = Clock::now();
+  c0 = CpuSeconds();
   auto ds = skrull::data::Dataset::Open(o);
   // Dataset::Open loads the tokenizer itself; count only the indexing.
   const double index_s = Seconds(t0) - load_s;
+  const double index_cpu = CpuSeconds() - c0 - load_cpu;
   fs::remove_all(dir);
   if (!ds.ok()) {
     std::cerr << "bench_tokenizer: " << ds.status().message() << "\n";
@@ -141,19 +154,19 @@ int main(int argc, char** argv) {
             << " paragraphs from " << licenses << "), tokenizer " << tokenizer_path
             << " (loaded in " << Fmt("%.2f", load_s) << " s, not counted below)\n\n";
   std::cout << skrull::bench::FormatTable(
-      {"encoder", "threads", "seconds", "tokens", "MB/s", "MB/s per thread"},
-      {{"byte tokenizer (baseline)", "1", Fmt("%.2f", byte_s), std::to_string(byte_tokens),
-        Fmt("%.1f", mb / byte_s), Fmt("%.1f", mb / byte_s)},
-       {"byte-level BPE encode", "1", Fmt("%.2f", bpe_s), std::to_string(bpe_tokens),
-        Fmt("%.1f", mb / bpe_s), Fmt("%.1f", mb / bpe_s)},
+      {"encoder", "threads", "wall s", "CPU s", "tokens", "MB/s", "MB per CPU-s"},
+      {{"byte tokenizer (baseline)", "1", Fmt("%.2f", byte_s), Fmt("%.2f", byte_cpu),
+        std::to_string(byte_tokens), Fmt("%.1f", mb / byte_s), Fmt("%.1f", mb / byte_cpu)},
+       {"byte-level BPE encode", "1", Fmt("%.2f", bpe_s), Fmt("%.2f", bpe_cpu),
+        std::to_string(bpe_tokens), Fmt("%.1f", mb / bpe_s), Fmt("%.1f", mb / bpe_cpu)},
        {"text-jsonl index (Dataset::Open)", std::to_string(used_threads), Fmt("%.2f", index_s),
-        std::to_string((*ds)->stats().total_tokens), Fmt("%.1f", mb / index_s),
-        Fmt("%.1f", mb / index_s / used_threads)}});
-  std::cout << "\nBPE encode / byte tokenizer throughput: " << Fmt("%.3f", byte_s / bpe_s)
-            << "x; index on " << used_threads << " threads / BPE encode on 1: "
+        Fmt("%.2f", index_cpu), std::to_string((*ds)->stats().total_tokens),
+        Fmt("%.1f", mb / index_s), Fmt("%.1f", mb / index_cpu)}});
+  std::cout << "\nBPE encode / byte tokenizer (MB per CPU-s): " << Fmt("%.3f", byte_cpu / bpe_cpu)
+            << "x; index on " << used_threads << " threads / BPE encode on 1 (wall): "
             << Fmt("%.2f", bpe_s / index_s) << "x\n";
-  std::cout << "target >= 5 MB/s per core (one thread): "
-            << (mb / bpe_s >= 5 ? "met" : "NOT met") << "; index tokens equal encode tokens: "
-            << (same ? "yes" : "NO") << "\n";
+  std::cout << "target >= 5 MB/s per core: BPE encode " << (mb / bpe_cpu >= 5 ? "met" : "NOT met")
+            << ", index " << (mb / index_cpu >= 5 ? "met" : "NOT met")
+            << "; index tokens equal encode tokens: " << (same ? "yes" : "NO") << "\n";
   return same ? 0 : 1;
 }

@@ -13,6 +13,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config ca-certificates \
       libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev \
+      libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev \
  && rm -rf /var/lib/apt/lists/*
 COPY . /src
 WORKDIR /src

@@ -31,6 +31,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config git ca-certificates python3 python3-venv \
       libyaml-cpp-dev libcpprest-dev prometheus-cpp-dev nlohmann-json3-dev \
+      libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev \
  && rm -rf /var/lib/apt/lists/*
 RUN python3 -m venv /opt/torch \
  && /opt/torch/bin/pip install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}" \

@@ -11,9 +11,10 @@ SKRULL_APT_PACKAGES=(
   clang-format
   libtorch-dev libgloo-dev libopenblas0-openmp
   libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev
+  libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev
   googletest libgtest-dev libgmock-dev
   prometheus
-  python3 python3-yaml
+  python3 python3-yaml python3-jinja2
 )
 
 log() { printf '\033[1m[skrull]\033[0m %s\n' "$*" >&2; }
@@ -23,6 +24,9 @@ skrull_install_deps() {
   for p in "${SKRULL_APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # The chart and tokenizer tests fetch pinned npm packages and run them with
+  # node; a Node.js from elsewhere (with its own npm) is fine too.
+  command -v npm >/dev/null && command -v node >/dev/null || missing+=(nodejs npm)
   if [ ${#missing[@]} -eq 0 ]; then
     log "dependencies: all ${#SKRULL_APT_PACKAGES[@]} packages present"
     return 0
