@@ -121,8 +121,8 @@ int main(int argc, char** argv) {
   const double bpe_s = Seconds(t0);
   const double bpe_cpu = CpuSeconds() - c0;
 
-  const fs::path dir = fs::temp_directory_path() / ("skrull_bench_tokenizer_" +
-                                                    std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("skrull_bench_tokenizer_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   {
     std::ofstream out(dir / "corpus.jsonl");
@@ -134,8 +134,8 @@ int main(int argc, char** argv) {
   o.tokenizer = tokenizer_path;
   o.threads = threads;
   o.cache_index = false;
-  const int used_threads = threads > 0 ? threads
-                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int used_threads =
+      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   t0 = Clock::now();
   c0 = CpuSeconds();
   auto ds = skrull::data::Dataset::Open(o);
@@ -163,8 +163,8 @@ int main(int argc, char** argv) {
         Fmt("%.2f", index_cpu), std::to_string((*ds)->stats().total_tokens),
         Fmt("%.1f", mb / index_s), Fmt("%.1f", mb / index_cpu)}});
   std::cout << "\nBPE encode / byte tokenizer (MB per CPU-s): " << Fmt("%.3f", byte_cpu / bpe_cpu)
-            << "x; index on " << used_threads << " threads / BPE encode on 1 (wall): "
-            << Fmt("%.2f", bpe_s / index_s) << "x\n";
+            << "x; index on " << used_threads
+            << " threads / BPE encode on 1 (wall): " << Fmt("%.2f", bpe_s / index_s) << "x\n";
   std::cout << "target >= 5 MB/s per core: BPE encode " << (mb / bpe_cpu >= 5 ? "met" : "NOT met")
             << ", index " << (mb / index_cpu >= 5 ? "met" : "NOT met")
             << "; index tokens equal encode tokens: " << (same ? "yes" : "NO") << "\n";

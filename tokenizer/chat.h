@@ -37,7 +37,7 @@ inline constexpr int32_t kIgnoreLabel = -100;
 
 // What a chat template needs from tokenizer_config.json.
 struct TokenizerConfig {
-  std::string chat_template;  // empty when the file has none
+  std::string chat_template;        // empty when the file has none
   jinja::ValueDict special_tokens;  // bos_token, eos_token, ... -> strings (lists)
 };
 
@@ -67,7 +67,8 @@ class ChatTemplate {
 };
 
 // Labels for `ids` (with their `offsets` in `rendered`), as described above.
-std::vector<int32_t> ChatLabels(const jinja::TaggedString& rendered, const std::vector<int32_t>& ids,
+std::vector<int32_t> ChatLabels(const jinja::TaggedString& rendered,
+                                const std::vector<int32_t>& ids,
                                 const std::vector<TokenOffsets>& offsets,
                                 const Tokenizer& tokenizer);
 

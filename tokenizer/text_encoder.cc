@@ -104,9 +104,9 @@ StatusOr<std::unique_ptr<TextEncoder>> TextEncoder::Load(const TextEncoderOption
   e->fingerprint_ = Hex64(XXH3_64bits_digest(state));
   XXH3_freeState(state);
   if (!config.chat_template.empty()) {
-    SKRULL_ASSIGN_OR_RETURN(e->chat_, ChatTemplate::Create(config.chat_template,
-                                                           std::move(config.special_tokens),
-                                                           e->template_origin_));
+    SKRULL_ASSIGN_OR_RETURN(
+        e->chat_, ChatTemplate::Create(config.chat_template, std::move(config.special_tokens),
+                                       e->template_origin_));
   }
   return e;
 }
@@ -120,8 +120,9 @@ StatusOr<EncodedRecord> TextEncoder::EncodeText(std::string_view text) const {
 StatusOr<EncodedRecord> TextEncoder::EncodeChat(const nlohmann::ordered_json& messages) const {
   if (chat_ == nullptr) {
     return FailedPreconditionError(
-        path_ + " has no chat template (no chat_template in tokenizer_config.json, no "
-                "chat_template.jinja); set spec.data.chatTemplate to the model's template");
+        path_ +
+        " has no chat template (no chat_template in tokenizer_config.json, no "
+        "chat_template.jinja); set spec.data.chatTemplate to the model's template");
   }
   SKRULL_ASSIGN_OR_RETURN(jinja::TaggedString rendered, chat_->Render(messages));
   EncodedRecord r;

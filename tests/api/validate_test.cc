@@ -148,7 +148,8 @@ TEST(Validate, TextDataForPretrainedWeightsNeedsTheModelsTokenizer) {
   EXPECT_TRUE(LoadErrors(JobYaml(job).Set("spec.data.tokenizer", "models/qwen").Text()).empty());
   // Random init with text-jsonl keeps the byte tokenizer.
   EXPECT_TRUE(LoadErrors(JobYaml().Set("spec.data.format", "text-jsonl").Text()).empty());
-  EXPECT_EQ(LoadErrors(JobYaml().Set("spec.data.format", "text-jsonl")
+  EXPECT_EQ(LoadErrors(JobYaml()
+                           .Set("spec.data.format", "text-jsonl")
                            .Set("spec.data.chatTemplate", "'{{ x }}'")
                            .Text()),
             std::vector<std::string>{"spec.data.chatTemplate: needs spec.data.tokenizer (the byte "

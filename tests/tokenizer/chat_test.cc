@@ -76,9 +76,8 @@ TEST(ChatLabels, TrimmedContentKeepsItsLabels) {
       "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n\\n' + m.content | trim + "
       "'<|im_end|>' }}{% endfor %}");
   std::vector<int32_t> ids;
-  auto labels =
-      Labels(f, R"([{"role": "user", "content": "q"}, {"role": "assistant", "content": "  z  "}])",
-             &ids);
+  auto labels = Labels(
+      f, R"([{"role": "user", "content": "q"}, {"role": "assistant", "content": "  z  "}])", &ids);
   EXPECT_EQ(labels[labels.size() - 2], 'z');
   EXPECT_EQ(labels.back(), f.end);
 }

@@ -84,8 +84,9 @@ TEST(Jinja, ErrorsNameTheLine) {
 }
 
 TEST(Jinja, LimitsStopRunawayTemplates) {
-  auto t = Template::Parse("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}"
-                           "{% endfor %}");
+  auto t = Template::Parse(
+      "{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}"
+      "{% endfor %}");
   ASSERT_TRUE(t.ok());
   RenderOptions options;
   options.max_iterations = 10000;

@@ -33,8 +33,9 @@ class TextEncoderTest : public ::testing::Test {
 };
 
 TEST_F(TextEncoderTest, LoadsAModelFolderWithItsChatTemplate) {
-  Write("tokenizer_config.json",
-        R"({"eos_token": "<|im_end|>", "chat_template": "{% for m in messages %}{{ m.content + eos_token }}{% endfor %}"})");
+  Write(
+      "tokenizer_config.json",
+      R"({"eos_token": "<|im_end|>", "chat_template": "{% for m in messages %}{{ m.content + eos_token }}{% endfor %}"})");
   auto e = TextEncoder::Load({dir_.string(), ""});
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ((*e)->chat_template_origin(), (dir_ / "tokenizer_config.json").string());

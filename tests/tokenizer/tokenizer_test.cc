@@ -58,17 +58,18 @@ TEST(Tokenizer, AddedTokenStripsAndSingleWordAsHuggingFace) {
 TEST(Tokenizer, TemplateProcessingAddsBosOnlyWithSpecialTokens) {
   TokenizerJsonBuilder b;
   const int bos = b.Added("<|begin_of_text|>", true);
-  b.Set("post_processor",
-        {{"type", "Sequence"},
-         {"processors",
-          {{{"type", "ByteLevel"}},
-           {{"type", "TemplateProcessing"},
-            {"single",
-             {{{"SpecialToken", {{"id", "<|begin_of_text|>"}, {"type_id", 0}}}},
-              {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-            {"special_tokens",
-             {{"<|begin_of_text|>",
-               {{"id", "<|begin_of_text|>"}, {"ids", {bos}}, {"tokens", {"<|begin_of_text|>"}}}}}}}}}});
+  b.Set("post_processor", {{"type", "Sequence"},
+                           {"processors",
+                            {{{"type", "ByteLevel"}},
+                             {{"type", "TemplateProcessing"},
+                              {"single",
+                               {{{"SpecialToken", {{"id", "<|begin_of_text|>"}, {"type_id", 0}}}},
+                                {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+                              {"special_tokens",
+                               {{"<|begin_of_text|>",
+                                 {{"id", "<|begin_of_text|>"},
+                                  {"ids", {bos}},
+                                  {"tokens", {"<|begin_of_text|>"}}}}}}}}}});
   auto t = Load(b);
   EXPECT_EQ(Encode(*t, "hi", /*special=*/true), std::vector<int32_t>({bos, 'h', 'i'}));
   EXPECT_EQ(Encode(*t, "hi", /*special=*/false), std::vector<int32_t>({'h', 'i'}));
@@ -119,16 +120,20 @@ TEST(Tokenizer, RefusesUnsupportedTypesNamingThem) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"normalizer", {{"type", "Lowercase"}},
+      {"normalizer",
+       {{"type", "Lowercase"}},
        "t.json: normalizer type \"Lowercase\" is not supported (supported: NFC, NFD, NFKC, NFKD, "
        "Sequence of them, or null)"},
-      {"pre_tokenizer", {{"type", "Metaspace"}},
+      {"pre_tokenizer",
+       {{"type", "Metaspace"}},
        "t.json: pre_tokenizer type \"Metaspace\" is not supported (supported: Split, ByteLevel, "
        "Sequence)"},
-      {"post_processor", {{"type", "RobertaProcessing"}},
+      {"post_processor",
+       {{"type", "RobertaProcessing"}},
        "t.json: post_processor type \"RobertaProcessing\" is not supported (supported: "
        "ByteLevel, TemplateProcessing, Sequence of them, or null)"},
-      {"truncation", {{"max_length", 512}},
+      {"truncation",
+       {{"max_length", 512}},
        "t.json: truncation is set; set it to null (spec.data.maxLength and the scheduler decide "
        "lengths)"},
   };
@@ -146,9 +151,8 @@ TEST(Tokenizer, RefusesUnsupportedTypesNamingThem) {
             "t.json: model type \"Unigram\" is not supported (supported: byte-level BPE, as Qwen2 "
             "and Llama-3 use)");
   TokenizerJsonBuilder no_bytes;
-  no_bytes.Set("pre_tokenizer", {{"type", "Split"},
-                                 {"pattern", {{"String", " "}}},
-                                 {"behavior", "Removed"}});
+  no_bytes.Set("pre_tokenizer",
+               {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Removed"}});
   t = Tokenizer::FromJson(no_bytes.Json(), "t.json");
   EXPECT_EQ(t.status().message(),
             "t.json: pre_tokenizer has no ByteLevel step; only byte-level BPE tokenizers (Qwen2, "

@@ -38,8 +38,11 @@ class TokenizerJsonBuilder {
           {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
     doc_["post_processor"] = {{"type", "ByteLevel"}};
     doc_["added_tokens"] = nlohmann::json::array();
-    model_ = {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-              {"byte_fallback", false}, {"ignore_merges", false}};
+    model_ = {{"type", "BPE"},
+              {"dropout", nullptr},
+              {"unk_token", nullptr},
+              {"byte_fallback", false},
+              {"ignore_merges", false}};
   }
 
   // Adds merge (a, b) with raw-byte spellings; returns the new token's id.
@@ -56,8 +59,8 @@ class TokenizerJsonBuilder {
   }
   int Added(const std::string& content, bool special, nlohmann::json extra = {}) {
     const int id = static_cast<int>(vocab_.size() + doc_["added_tokens"].size());
-    nlohmann::json t = {{"id", id},         {"content", content}, {"single_word", false},
-                        {"lstrip", false},  {"rstrip", false},    {"normalized", false},
+    nlohmann::json t = {{"id", id},          {"content", content}, {"single_word", false},
+                        {"lstrip", false},   {"rstrip", false},    {"normalized", false},
                         {"special", special}};
     for (auto& [k, v] : extra.items()) t[k] = v;
     doc_["added_tokens"].push_back(t);

@@ -24,8 +24,9 @@ constexpr char kTemplate[] =
 class TokenizerDatasetTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("skrull_tok_ds_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("skrull_tok_ds_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "model");
     tokenizer::testing::TokenizerJsonBuilder b;
@@ -97,8 +98,8 @@ TEST_F(TokenizerDatasetTest, IdsBeyondTheModelsVocabularyNameLineAndId) {
 TEST_F(TokenizerDatasetTest, ParallelIndexEqualsSerialIndex) {
   std::string data;
   for (int i = 0; i < 300; ++i) {
-    data += "{\"text\": \"line " + std::to_string(i) + std::string(static_cast<size_t>(i % 17), 'h') +
-            "\"}\n";
+    data += "{\"text\": \"line " + std::to_string(i) +
+            std::string(static_cast<size_t>(i % 17), 'h') + "\"}\n";
     if (i % 50 == 0) data += "\n";
   }
   auto o = Options(data);

@@ -55,12 +55,12 @@ struct Target {
 
 struct Node {
   enum class Kind {
-    kText,        // text
-    kOutput,      // {{ expr }}
-    kIf,          // branches: (condition, body)...; else_body
-    kFor,         // target in expr [if filter]: body; else_body
-    kSet,         // target = expr, or target = rendered body (block set)
-    kMacro,       // name(params = defaults): body
+    kText,    // text
+    kOutput,  // {{ expr }}
+    kIf,      // branches: (condition, body)...; else_body
+    kFor,     // target in expr [if filter]: body; else_body
+    kSet,     // target = expr, or target = rendered body (block set)
+    kMacro,   // name(params = defaults): body
     kBreak,
     kContinue,
   };

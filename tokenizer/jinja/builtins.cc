@@ -135,8 +135,8 @@ TaggedString MapCase(const TaggedString& s, int mode /*0 lower, 1 upper, 2 title
       mapped = first ? utf8proc_totitle(cp) : utf8proc_tolower(cp);
     }
     const utf8proc_category_t cat = utf8proc_category(cp);
-    previous_cased = cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL ||
-                     cat == UTF8PROC_CATEGORY_LT;
+    previous_cased =
+        cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT;
     first = false;
     AppendUtf8(static_cast<char32_t>(mapped), &out);
   }
@@ -230,8 +230,7 @@ bool IsCategory(char32_t c, std::initializer_list<utf8proc_category_t> cats) {
 StatusOr<Value> StringMethod(const Value& self, const std::string& name, CallArgs& args) {
   const TaggedString& s = self.Str();
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    return Value::String(
-        Strip(s, Arg(args, 0, "chars"), name != "rstrip", name != "lstrip"));
+    return Value::String(Strip(s, Arg(args, 0, "chars"), name != "rstrip", name != "lstrip"));
   }
   if (name == "split" || name == "rsplit") {
     Value maxsplit = Arg(args, 1, "maxsplit", Value::Int(-1));
@@ -262,7 +261,8 @@ StatusOr<Value> StringMethod(const Value& self, const std::string& name, CallArg
   if (name == "replace") {
     Value old = Arg(args, 0, "old"), with = Arg(args, 1, "new");
     if (!old.IsString() || !with.IsString()) return TypeError("replace() arguments must be str");
-    return Value::String(Replace(s, old.Text(), with.Text(), Arg(args, 2, "count", Value::Int(-1)).AsInt()));
+    return Value::String(
+        Replace(s, old.Text(), with.Text(), Arg(args, 2, "count", Value::Int(-1)).AsInt()));
   }
   if (name == "find" || name == "rfind" || name == "count") {
     Value sub = Arg(args, 0, "sub");
@@ -271,7 +271,8 @@ StatusOr<Value> StringMethod(const Value& self, const std::string& name, CallArg
     if (name == "count") {
       int64_t n = 0;
       if (t.empty()) return Value::Int(static_cast<int64_t>(tokenizer::CodePointCount(s.text)) + 1);
-      for (size_t at = s.text.find(t); at != std::string::npos; at = s.text.find(t, at + t.size())) ++n;
+      for (size_t at = s.text.find(t); at != std::string::npos; at = s.text.find(t, at + t.size()))
+        ++n;
       return Value::Int(n);
     }
     size_t at = name == "find" ? s.text.find(t) : s.text.rfind(t);
@@ -361,9 +362,9 @@ StatusOr<Value> DictMethod(const Value& self, const std::string& name, CallArgs&
 }
 
 constexpr const char* kStringMethods[] = {
-    "strip",   "lstrip", "rstrip", "split",   "rsplit",  "splitlines", "startswith", "endswith",
-    "upper",   "lower",  "title",  "capitalize", "replace", "find",    "rfind",      "count",
-    "join",    "format", "isdigit", "isalpha", "isalnum", "isspace", "islower",    "isupper"};
+    "strip", "lstrip", "rstrip",  "split",      "rsplit",  "splitlines", "startswith", "endswith",
+    "upper", "lower",  "title",   "capitalize", "replace", "find",       "rfind",      "count",
+    "join",  "format", "isdigit", "isalpha",    "isalnum", "isspace",    "islower",    "isupper"};
 constexpr const char* kDictMethods[] = {"items", "keys", "values", "get"};
 
 template <size_t N>
@@ -378,21 +379,20 @@ bool Contains(const char* const (&names)[N], const std::string& name) {
 
 Value BoundMethod(const Value& object, const std::string& name) {
   if (object.IsString() && Contains(kStringMethods, name)) {
-    return Value::Function("str." + name, [object, name](CallArgs& args) {
-      return StringMethod(object, name, args);
-    });
+    return Value::Function(
+        "str." + name, [object, name](CallArgs& args) { return StringMethod(object, name, args); });
   }
   if (object.IsDict() && !object.IsNamespace() && Contains(kDictMethods, name)) {
-    return Value::Function("dict." + name, [object, name](CallArgs& args) {
-      return DictMethod(object, name, args);
-    });
+    return Value::Function(
+        "dict." + name, [object, name](CallArgs& args) { return DictMethod(object, name, args); });
   }
   return Value::Undefined();
 }
 
 StatusOr<bool> LessThan(const Value& a, const Value& b) {
   if (a.IsNumber() && b.IsNumber()) {
-    if (a.type() == Value::Type::kInt && b.type() == Value::Type::kInt) return a.AsInt() < b.AsInt();
+    if (a.type() == Value::Type::kInt && b.type() == Value::Type::kInt)
+      return a.AsInt() < b.AsInt();
     return a.AsNumber() < b.AsNumber();
   }
   if (a.IsString() && b.IsString()) return a.Text() < b.Text();  // UTF-8 order = code point order
@@ -464,7 +464,8 @@ StatusOr<bool> ApplyTest(const std::string& name, CallArgs& args) {
   if (name == "lower" || name == "upper") {
     if (!v.IsString()) return false;
     CallArgs none;
-    SKRULL_ASSIGN_OR_RETURN(Value r, StringMethod(v, name == "lower" ? "islower" : "isupper", none));
+    SKRULL_ASSIGN_OR_RETURN(Value r,
+                            StringMethod(v, name == "lower" ? "islower" : "isupper", none));
     return r.AsBool();
   }
   if (name == "escaped") return false;
@@ -498,7 +499,8 @@ Value Attribute(const Value& item, const Value& attribute) {
   const std::string& path = attribute.Text();
   while (true) {  // dotted paths: "a.b"
     size_t dot = path.find('.', pos);
-    const std::string key = path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
+    const std::string key =
+        path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
     const Value* f = current.Find(key);
     current = f ? *f : Value();
     if (dot == std::string::npos) return current;
@@ -534,7 +536,9 @@ StatusOr<Value> Indent(CallArgs& args) {
   Value width = Arg(args, 1, "width", Value::Int(4));
   const bool first = Arg(args, 2, "first", Value::Bool(false)).Truthy();
   const bool blank = Arg(args, 3, "blank", Value::Bool(false)).Truthy();
-  const std::string pad = width.IsString() ? width.Text() : std::string(static_cast<size_t>(std::max<int64_t>(0, width.AsInt())), ' ');
+  const std::string pad =
+      width.IsString() ? width.Text()
+                       : std::string(static_cast<size_t>(std::max<int64_t>(0, width.AsInt())), ' ');
   TaggedString out;
   size_t pos = 0;
   bool is_first = true;
@@ -576,7 +580,8 @@ StatusOr<Value> SelectFilter(const std::string& name, CallArgs& args, const Test
   const size_t test_at = by_attr ? 2 : 1;
   ValueList out;
   for (const Value& item : items) {
-    Value subject = by_attr ? Attribute(item, args.positional.size() > 1 ? args.positional[1] : Value()) : item;
+    Value subject =
+        by_attr ? Attribute(item, args.positional.size() > 1 ? args.positional[1] : Value()) : item;
     bool pass;
     if (args.positional.size() <= test_at) {
       pass = subject.Truthy();
@@ -633,7 +638,8 @@ StatusOr<Value> ApplyFilter(const std::string& name, CallArgs& args, const TestF
   if (name == "tojson") return ToJsonFilter(args);
   if (name == "default" || name == "d") {
     const bool boolean = Arg(args, 2, "boolean", Value::Bool(false)).Truthy();
-    if (v.IsUndefined() || (boolean && !v.Truthy())) return Arg(args, 1, "default_value", Value::String(""));
+    if (v.IsUndefined() || (boolean && !v.Truthy()))
+      return Arg(args, 1, "default_value", Value::String(""));
     return v;
   }
   if (name == "first" || name == "last") {
@@ -641,7 +647,8 @@ StatusOr<Value> ApplyFilter(const std::string& name, CallArgs& args, const TestF
     if (items.empty()) return Value::Undefined("no " + name + " item, sequence was empty");
     return name == "first" ? items.front() : items.back();
   }
-  if (name == "join") return Join(Arg(args, 1, "d", Value::String("")), v, Arg(args, 2, "attribute"));
+  if (name == "join")
+    return Join(Arg(args, 1, "d", Value::String("")), v, Arg(args, 2, "attribute"));
   if (name == "list") {
     SKRULL_ASSIGN_OR_RETURN(ValueList items, Iterate(v, "list"));
     return Value::List(std::move(items));
@@ -756,12 +763,23 @@ StatusOr<Value> ApplyFilter(const std::string& name, CallArgs& args, const TestF
     std::string out;
     for (char c : v.ToStr().text) {
       switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&#34;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        default:
+          out += c;
       }
     }
     return Value::String(out);

@@ -218,8 +218,8 @@ class Interpreter {
     const auto length = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < length; ++i) {
       if (++iterations_ > options_.max_iterations) {
-        return Error(n.line, "over " + std::to_string(options_.max_iterations) +
-                                 " loop iterations");
+        return Error(n.line,
+                     "over " + std::to_string(options_.max_iterations) + " loop iterations");
       }
       frames_.emplace_back();
       ValueList cycle_source;
@@ -235,14 +235,14 @@ class Interpreter {
           {"depth0", Value::Int(0)},
           {"previtem", i > 0 ? items[i - 1] : Value::Undefined("no previous item")},
           {"nextitem", i + 1 < length ? items[i + 1] : Value::Undefined("no next item")},
-          {"cycle", Value::Function("loop.cycle",
-                                    [i](CallArgs& args) -> StatusOr<Value> {
-                                      if (args.positional.empty()) {
-                                        return InvalidArgumentError("loop.cycle: no items");
-                                      }
-                                      return args.positional[static_cast<size_t>(i) %
-                                                             args.positional.size()];
-                                    })},
+          {"cycle", Value::Function(
+                        "loop.cycle",
+                        [i](CallArgs& args) -> StatusOr<Value> {
+                          if (args.positional.empty()) {
+                            return InvalidArgumentError("loop.cycle: no items");
+                          }
+                          return args.positional[static_cast<size_t>(i) % args.positional.size()];
+                        })},
       });
       frames_.back()["loop"] = loop;
       Status bound = Bind(n.target, items[i], n.line);
@@ -268,8 +268,8 @@ class Interpreter {
     if (!n.target.attribute.empty()) {
       Value ns = Lookup(n.target.names[0]);
       if (!ns.IsNamespace()) {
-        return Error(n.line, "cannot assign attribute on non-namespace object '" +
-                                 n.target.names[0] + "'");
+        return Error(n.line,
+                     "cannot assign attribute on non-namespace object '" + n.target.names[0] + "'");
       }
       for (auto& [k, x] : ns.Entries()) {
         if (k == n.target.attribute) {
@@ -345,9 +345,8 @@ class Interpreter {
 
   StatusOr<Value> GetAttr(const Value& object, const std::string& name, int line) {
     if (object.IsUndefined()) {
-      return Error(line, object.name().empty()
-                             ? "undefined value has no attribute '" + name + "'"
-                             : object.name());
+      return Error(line, object.name().empty() ? "undefined value has no attribute '" + name + "'"
+                                               : object.name());
     }
     Value method = BoundMethod(object, name);
     if (!method.IsUndefined()) return method;
@@ -360,9 +359,8 @@ class Interpreter {
 
   StatusOr<Value> GetItem(const Value& object, const Value& key, int line) {
     if (object.IsUndefined()) {
-      return Error(line,
-                   object.name().empty() ? "undefined value has no item " + key.Repr()
-                                         : object.name());
+      return Error(line, object.name().empty() ? "undefined value has no item " + key.Repr()
+                                               : object.name());
     }
     if (object.IsDict() && key.IsString()) {
       if (const Value* v = object.Find(key.Text())) return *v;
@@ -487,21 +485,24 @@ class Interpreter {
       }
       if (numbers && is_int(a) && is_int(b)) {
         int64_t r;
-        if (__builtin_add_overflow(as_int(a), as_int(b), &r)) return Error(line, "integer overflow");
+        if (__builtin_add_overflow(as_int(a), as_int(b), &r))
+          return Error(line, "integer overflow");
         return Value::Int(r);
       }
       if (numbers) return Value::Float(as_num(a) + as_num(b));
     } else if (op == "-" && numbers) {
       if (is_int(a) && is_int(b)) {
         int64_t r;
-        if (__builtin_sub_overflow(as_int(a), as_int(b), &r)) return Error(line, "integer overflow");
+        if (__builtin_sub_overflow(as_int(a), as_int(b), &r))
+          return Error(line, "integer overflow");
         return Value::Int(r);
       }
       return Value::Float(as_num(a) - as_num(b));
     } else if (op == "*") {
       if (numbers && is_int(a) && is_int(b)) {
         int64_t r;
-        if (__builtin_mul_overflow(as_int(a), as_int(b), &r)) return Error(line, "integer overflow");
+        if (__builtin_mul_overflow(as_int(a), as_int(b), &r))
+          return Error(line, "integer overflow");
         return Value::Int(r);
       }
       if (numbers) return Value::Float(as_num(a) * as_num(b));

@@ -211,9 +211,8 @@ class Lexer {
   Status SkipComment() {
     size_t close = src_.find("#}", pos_);
     if (close == std::string::npos) return Error("unterminated comment {# ... #}");
-    const char sign = close > pos_ && (src_[close - 1] == '-' || src_[close - 1] == '+')
-                          ? src_[close - 1]
-                          : '\0';
+    const char sign =
+        close > pos_ && (src_[close - 1] == '-' || src_[close - 1] == '+') ? src_[close - 1] : '\0';
     line_ += Count(pos_, close + 2);
     pos_ = close + 2;
     AfterClose('#', sign);
@@ -287,8 +286,9 @@ class Lexer {
       size_t i = pos_ + 1;
       while (i < src_.size() && src_[i] != c) i += src_[i] == '\\' ? 2 : 1;
       if (i >= src_.size()) return Error("unterminated string literal");
-      SKRULL_ASSIGN_OR_RETURN(std::string value,
-                              Unescape(std::string_view(src_).substr(pos_ + 1, i - pos_ - 1), line_));
+      SKRULL_ASSIGN_OR_RETURN(
+          std::string value,
+          Unescape(std::string_view(src_).substr(pos_ + 1, i - pos_ - 1), line_));
       line_ += Count(pos_, i);
       Emit(Token::Kind::kString, std::move(value));
       pos_ = i + 1;

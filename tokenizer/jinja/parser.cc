@@ -21,9 +21,7 @@ class Parser {
   }
 
  private:
-  const Token& Peek(size_t ahead = 0) const {
-    return t_[std::min(i_ + ahead, t_.size() - 1)];
-  }
+  const Token& Peek(size_t ahead = 0) const { return t_[std::min(i_ + ahead, t_.size() - 1)]; }
   const Token& Next() { return t_[std::min(i_++, t_.size() - 1)]; }
   bool IsOp(const char* op, size_t ahead = 0) const {
     return Peek(ahead).kind == K::kOp && Peek(ahead).value == op;
@@ -530,8 +528,7 @@ class Parser {
         if (IsOp("(")) {
           SKRULL_RETURN_IF_ERROR(CallArguments(t.get()));
         } else if ((Peek().kind == K::kName || Peek().kind == K::kString ||
-                    Peek().kind == K::kInt || Peek().kind == K::kFloat || IsOp("[") ||
-                    IsOp("{")) &&
+                    Peek().kind == K::kInt || Peek().kind == K::kFloat || IsOp("[") || IsOp("{")) &&
                    !IsName("else") && !IsName("or") && !IsName("and") && !IsName("is") &&
                    !IsName("if") && !IsName("in") && !IsName("not")) {
           SKRULL_ASSIGN_OR_RETURN(ExprPtr arg, Primary());

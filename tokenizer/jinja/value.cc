@@ -33,7 +33,8 @@ TaggedString TaggedString::Sub(size_t begin, size_t end) const {
     const size_t b = std::max<size_t>(s.begin, begin);
     const size_t e = std::min<size_t>(s.end, end);
     if (b < e) {
-      out.spans.push_back({static_cast<uint32_t>(b - begin), static_cast<uint32_t>(e - begin), s.tag});
+      out.spans.push_back(
+          {static_cast<uint32_t>(b - begin), static_cast<uint32_t>(e - begin), s.tag});
     }
   }
   return out;
@@ -364,8 +365,8 @@ std::string Value::TypeName() const {
 
 bool IsPySpace(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202F || c == 0x205F || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
 }
 
 namespace {
@@ -485,8 +486,7 @@ Status JsonValue(const Value& v, int indent, int depth, const std::string& item_
 StatusOr<std::string> ToJson(const Value& v, int indent, const std::string& item_separator,
                              const std::string& key_separator, bool sort_keys) {
   std::string out;
-  SKRULL_RETURN_IF_ERROR(
-      JsonValue(v, indent, 0, item_separator, key_separator, sort_keys, &out));
+  SKRULL_RETURN_IF_ERROR(JsonValue(v, indent, 0, item_separator, key_separator, sort_keys, &out));
   return out;
 }
 

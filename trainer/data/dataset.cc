@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -177,9 +177,9 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
     SKRULL_ASSIGN_OR_RETURN(more, reader.Next(&line, &offset, &number));
     if (more) {
       using Kind = QueuedLine::Kind;
-      const Kind kind = IsBlank(line)                                          ? Kind::kBlank
+      const Kind kind = IsBlank(line)                                        ? Kind::kBlank
                         : line.size() > std::numeric_limits<uint32_t>::max() ? Kind::kTooLong
-                                                                               : Kind::kParse;
+                                                                             : Kind::kParse;
       parser.Add(line, offset, number, kind);
       if (!parser.Full()) continue;
     }
@@ -275,10 +275,10 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
     char took[32];
     std::snprintf(took, sizeof(took), "%.1f s", seconds);
     Status saved = ds->SaveIndex(key);
-    stats.index_cache = std::string("built in ") + took + " (" +
-                        std::to_string(IndexThreads(options.threads)) + " threads); " +
-                        (saved.ok() ? "cached in " + ds->IndexCachePath()
-                                    : "not cached: " + saved.message());
+    stats.index_cache =
+        std::string("built in ") + took + " (" + std::to_string(IndexThreads(options.threads)) +
+        " threads); " +
+        (saved.ok() ? "cached in " + ds->IndexCachePath() : "not cached: " + saved.message());
   }
   return ds;
 }

@@ -41,9 +41,15 @@ T Take(const std::string& in, size_t* at) {
 }
 
 int64_t* StatsFields(DatasetStats* s, size_t i) {
-  int64_t* fields[] = {&s->lines,          &s->blank_lines, &s->samples,
-                       &s->skipped_malformed, &s->skipped_over_length, &s->truncated,
-                       &s->total_tokens,   &s->label_tokens, &s->max_length};
+  int64_t* fields[] = {&s->lines,
+                       &s->blank_lines,
+                       &s->samples,
+                       &s->skipped_malformed,
+                       &s->skipped_over_length,
+                       &s->truncated,
+                       &s->total_tokens,
+                       &s->label_tokens,
+                       &s->max_length};
   return fields[i];
 }
 

@@ -11,8 +11,8 @@
 #include <functional>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "common/status.h"

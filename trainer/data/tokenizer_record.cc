@@ -56,9 +56,9 @@ Status ParseTextLineWithTokenizer(std::string_view line, const tokenizer::TextEn
   const bool has_text = obj.contains("text");
   const bool has_messages = obj.contains("messages");
   if (has_text == has_messages) {
-    return InvalidArgumentError(has_text ? std::string("has both \"text\" and \"messages\"; keep one")
-                                         : std::string("missing \"text\" or \"messages\"; ") +
-                                               kShape);
+    return InvalidArgumentError(has_text
+                                    ? std::string("has both \"text\" and \"messages\"; keep one")
+                                    : std::string("missing \"text\" or \"messages\"; ") + kShape);
   }
   StatusOr<tokenizer::EncodedRecord> encoded = InternalError("unset");
   if (has_text) {
@@ -85,7 +85,8 @@ Status ParseTextLineWithTokenizer(std::string_view line, const tokenizer::TextEn
   record->labels = std::move(encoded->labels);
   record->has_labels = !record->labels.empty();
   if (record->input_ids.empty()) {
-    return InvalidArgumentError("encodes to no tokens; a sample needs at least one (remove the line)");
+    return InvalidArgumentError(
+        "encodes to no tokens; a sample needs at least one (remove the line)");
   }
   return OkStatus();
 }
