@@ -56,6 +56,15 @@ std::string TranslateOnigurumaPattern(std::string_view p) {
       if (i + 1 < p.size() && p[i + 1] == ']') out.push_back(p[++i]);
       continue;
     }
+    if (in_class && c == '[' && i + 1 < p.size() && p[i + 1] == ':') {
+      // A POSIX class such as [:alpha:] inside a class: copy it whole.
+      const size_t close = p.find(":]", i + 2);
+      if (close != std::string_view::npos) {
+        out.append(p.substr(i, close + 2 - i));
+        i = close + 1;
+        continue;
+      }
+    }
     if (in_class && c == ']') in_class = false;
     out.push_back(c);
   }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <memory>
 
 #include <xxhash.h>
 
@@ -58,12 +59,13 @@ StatusOr<std::unique_ptr<TextEncoder>> TextEncoder::Load(const TextEncoderOption
   e->path_ = json_path;
   SKRULL_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromJson(json_text, json_path));
 
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(XXH3_createState(),
+                                                                        XXH3_freeState);
+  XXH3_64bits_reset(state.get());
   auto hash = [&](std::string_view bytes) {
     const uint64_t n = bytes.size();
-    XXH3_64bits_update(state, &n, sizeof(n));
-    XXH3_64bits_update(state, bytes.data(), bytes.size());
+    XXH3_64bits_update(state.get(), &n, sizeof(n));
+    XXH3_64bits_update(state.get(), bytes.data(), bytes.size());
   };
   hash(kEncoderVersion);
   hash(json_text);
@@ -71,29 +73,15 @@ StatusOr<std::unique_ptr<TextEncoder>> TextEncoder::Load(const TextEncoderOption
   TokenizerConfig config;
   const std::string config_path = dir + "/tokenizer_config.json";
   if (Exists(config_path)) {
-    auto text = ReadFileToString(config_path);
-    if (!text.ok()) {
-      XXH3_freeState(state);
-      return text.status();
-    }
-    hash(*text);
-    auto parsed = ParseTokenizerConfig(*text, config_path);
-    if (!parsed.ok()) {
-      XXH3_freeState(state);
-      return parsed.status();
-    }
-    config = std::move(*parsed);
+    SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(config_path));
+    hash(text);
+    SKRULL_ASSIGN_OR_RETURN(config, ParseTokenizerConfig(text, config_path));
     if (!config.chat_template.empty()) e->template_origin_ = config_path;
   }
   // transformers reads chat_template.jinja over the config's template.
   const std::string jinja_path = dir + "/chat_template.jinja";
   if (Exists(jinja_path)) {
-    auto text = ReadFileToString(jinja_path);
-    if (!text.ok()) {
-      XXH3_freeState(state);
-      return text.status();
-    }
-    config.chat_template = *text;
+    SKRULL_ASSIGN_OR_RETURN(config.chat_template, ReadFileToString(jinja_path));
     e->template_origin_ = jinja_path;
   }
   if (!options.chat_template.empty()) {
@@ -101,8 +89,7 @@ StatusOr<std::unique_ptr<TextEncoder>> TextEncoder::Load(const TextEncoderOption
     e->template_origin_ = "spec.data.chatTemplate";
   }
   hash(config.chat_template);
-  e->fingerprint_ = Hex64(XXH3_64bits_digest(state));
-  XXH3_freeState(state);
+  e->fingerprint_ = Hex64(XXH3_64bits_digest(state.get()));
   if (!config.chat_template.empty()) {
     SKRULL_ASSIGN_OR_RETURN(
         e->chat_, ChatTemplate::Create(config.chat_template, std::move(config.special_tokens),

@@ -47,6 +47,12 @@ class Alignment {
   size_t prefix_ = 0, suffix_ = 0;
 };
 
+void PushAddedToken(const TextSplit& s, std::vector<int32_t>* ids,
+                    std::vector<TokenOffsets>* offsets) {
+  ids->push_back(s.id);
+  if (offsets) offsets->push_back({static_cast<uint32_t>(s.begin), static_cast<uint32_t>(s.end)});
+}
+
 }  // namespace
 
 Tokenizer::Tokenizer() = default;
@@ -104,10 +110,7 @@ Status Tokenizer::EncodeSegment(std::string_view text, size_t base, std::vector<
   const size_t first = offsets ? offsets->size() : 0;
   for (const TextSplit& s : splits) {
     if (s.id >= 0) {
-      ids->push_back(s.id);
-      if (offsets) {
-        offsets->push_back({static_cast<uint32_t>(s.begin), static_cast<uint32_t>(s.end)});
-      }
+      PushAddedToken(s, ids, offsets);
       continue;
     }
     const size_t before = offsets ? offsets->size() : 0;
@@ -150,10 +153,7 @@ Status Tokenizer::Encode(std::string_view text, bool add_special_tokens, std::ve
   SKRULL_RETURN_IF_ERROR(added_->Split(text, /*normalized=*/false, &splits));
   for (const TextSplit& s : splits) {
     if (s.id >= 0) {
-      ids->push_back(s.id);
-      if (offsets) {
-        offsets->push_back({static_cast<uint32_t>(s.begin), static_cast<uint32_t>(s.end)});
-      }
+      PushAddedToken(s, ids, offsets);
       continue;
     }
     SKRULL_RETURN_IF_ERROR(

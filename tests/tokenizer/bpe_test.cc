@@ -6,14 +6,8 @@
 namespace skrull::tokenizer {
 namespace {
 
+using testing::EncodeIds;
 using testing::TokenizerJsonBuilder;
-
-std::vector<int32_t> Encode(const Tokenizer& t, const std::string& text, bool special = false) {
-  std::vector<int32_t> ids;
-  Status s = t.Encode(text, special, &ids);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return ids;
-}
 
 TEST(Bpe, AppliesTheLowestRankedPairFirst) {
   TokenizerJsonBuilder b;
@@ -22,8 +16,8 @@ TEST(Bpe, AppliesTheLowestRankedPairFirst) {
   const int abc = b.Merge("a", "bc");
   auto t = Tokenizer::FromJson(b.Json(), "t.json");
   ASSERT_TRUE(t.ok()) << t.status().message();
-  EXPECT_EQ(Encode(**t, "abc"), std::vector<int32_t>({abc}));
-  EXPECT_EQ(Encode(**t, "bcb"), std::vector<int32_t>({bc, 'b'}));
+  EXPECT_EQ(EncodeIds(**t, "abc"), std::vector<int32_t>({abc}));
+  EXPECT_EQ(EncodeIds(**t, "bcb"), std::vector<int32_t>({bc, 'b'}));
 }
 
 TEST(Bpe, MergesTheLeftmostPairOnEqualRanks) {
@@ -31,7 +25,7 @@ TEST(Bpe, MergesTheLeftmostPairOnEqualRanks) {
   const int aa = b.Merge("a", "a");
   auto t = Tokenizer::FromJson(b.Json(), "t.json");
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(Encode(**t, "aaa"), std::vector<int32_t>({aa, 'a'}));
+  EXPECT_EQ(EncodeIds(**t, "aaa"), std::vector<int32_t>({aa, 'a'}));
 }
 
 TEST(Bpe, IgnoreMergesTakesAWholePieceFromTheVocabulary) {
@@ -40,11 +34,11 @@ TEST(Bpe, IgnoreMergesTakesAWholePieceFromTheVocabulary) {
   const int whole = b.Vocab("abc");  // reachable only through ignore_merges
   auto plain = Tokenizer::FromJson(b.Json(), "t.json");
   ASSERT_TRUE(plain.ok());
-  EXPECT_NE(Encode(**plain, "abc"), std::vector<int32_t>({whole}));
+  EXPECT_NE(EncodeIds(**plain, "abc"), std::vector<int32_t>({whole}));
   b.SetModel("ignore_merges", true);
   auto ignoring = Tokenizer::FromJson(b.Json(), "t.json");
   ASSERT_TRUE(ignoring.ok());
-  EXPECT_EQ(Encode(**ignoring, "abc"), std::vector<int32_t>({whole}));
+  EXPECT_EQ(EncodeIds(**ignoring, "abc"), std::vector<int32_t>({whole}));
 }
 
 TEST(Bpe, MergesNamingUnknownTokensAreRefusedByRank) {
@@ -65,7 +59,7 @@ TEST(Bpe, AcceptsMergesWrittenAsStrings) {
   doc["model"]["merges"] = {"a b"};
   auto t = Tokenizer::FromJson(doc.dump(), "t.json");
   ASSERT_TRUE(t.ok()) << t.status().message();
-  EXPECT_EQ(Encode(**t, "ab"), std::vector<int32_t>({ab}));
+  EXPECT_EQ(EncodeIds(**t, "ab"), std::vector<int32_t>({ab}));
 }
 
 TEST(Bpe, RefusesAVocabularyWithoutAllByteTokens) {

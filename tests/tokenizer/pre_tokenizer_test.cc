@@ -26,6 +26,7 @@ nlohmann::json Split(const std::string& regex, const std::string& behavior) {
 TEST(Regex, OnigurumaSpaceIncludesNextLine) {
   EXPECT_EQ(TranslateOnigurumaPattern(R"(\s+(?!\S)|[^\s\p{L}])"),
             R"([\s\x{85}]+(?![^\s\x{85}])|[^\s\x{85}\p{L}])");
+  EXPECT_EQ(TranslateOnigurumaPattern(R"([[:alpha:]\s]\\s)"), R"([[:alpha:]\s\x{85}]\\s)");
   auto re = Regex::Compile(R"(\s+)");
   ASSERT_TRUE(re.ok());
   std::vector<std::pair<size_t, size_t>> m;

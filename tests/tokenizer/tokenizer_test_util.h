@@ -6,9 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/tokenizer.h"
 
 namespace skrull::tokenizer::testing {
 
@@ -89,6 +91,15 @@ class TokenizerJsonBuilder {
   nlohmann::json vocab_ = nlohmann::json::object();
   nlohmann::json merges_ = nlohmann::json::array();
 };
+
+// The ids of `text`; a failed Encode fails the test.
+inline std::vector<int32_t> EncodeIds(const Tokenizer& t, const std::string& text,
+                                      bool special = false) {
+  std::vector<int32_t> ids;
+  Status s = t.Encode(text, special, &ids);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return ids;
+}
 
 }  // namespace skrull::tokenizer::testing
 

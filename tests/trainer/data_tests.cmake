@@ -17,3 +17,7 @@ add_dependencies(trainer_data_make_data_test skrull-make-data)
 skrull_test(trainer_data_tokenizer_dataset_test
   SOURCES data_tokenizer_dataset_test.cc
   DEPS skrull_data)
+skrull_test(trainer_data_tokenize_cli_test
+  SOURCES data_tokenize_cli_test.cc
+  DEPS skrull_data)
+add_dependencies(trainer_data_tokenize_cli_test skrull-tokenize)

@@ -89,6 +89,12 @@ class Parser {
     return OkStatus();
   }
 
+  // A body up to one of `ends`, and that closing tag's "%}".
+  Status BlockBody(const std::set<std::string>& ends, NodeList* out, std::string* end_tag) {
+    SKRULL_RETURN_IF_ERROR(Body(ends, out, end_tag));
+    return ExpectBlockEnd();
+  }
+
   Status Statement(const std::string& name, int line, NodeList* out) {
     auto n = std::make_unique<Node>();
     n->line = line;
@@ -106,8 +112,7 @@ class Parser {
       // transformers' AssistantTracker tag: marks assistant text; renders its body.
       SKRULL_RETURN_IF_ERROR(ExpectBlockEnd());
       std::string end;
-      SKRULL_RETURN_IF_ERROR(Body({"endgeneration"}, out, &end));
-      return ExpectBlockEnd();
+      return BlockBody({"endgeneration"}, out, &end);
     }
     return InvalidArgumentError("line " + std::to_string(line) + ": the tag {% " + name +
                                 " %} is not supported by this chat-template interpreter");
@@ -124,10 +129,7 @@ class Parser {
       n->branches.emplace_back(std::move(cond), std::move(body));
       if (end == "elif") continue;
       SKRULL_RETURN_IF_ERROR(ExpectBlockEnd());
-      if (end == "else") {
-        SKRULL_RETURN_IF_ERROR(Body({"endif"}, &n->else_body, &end));
-        SKRULL_RETURN_IF_ERROR(ExpectBlockEnd());
-      }
+      if (end == "else") SKRULL_RETURN_IF_ERROR(BlockBody({"endif"}, &n->else_body, &end));
       break;
     }
     out->push_back(std::move(n));
@@ -167,12 +169,8 @@ class Parser {
     if (IsName("recursive")) return Error("recursive for loops are not supported");
     SKRULL_RETURN_IF_ERROR(ExpectBlockEnd());
     std::string end;
-    SKRULL_RETURN_IF_ERROR(Body({"else", "endfor"}, &n->body, &end));
-    SKRULL_RETURN_IF_ERROR(ExpectBlockEnd());
-    if (end == "else") {
-      SKRULL_RETURN_IF_ERROR(Body({"endfor"}, &n->else_body, &end));
-      SKRULL_RETURN_IF_ERROR(ExpectBlockEnd());
-    }
+    SKRULL_RETURN_IF_ERROR(BlockBody({"else", "endfor"}, &n->body, &end));
+    if (end == "else") SKRULL_RETURN_IF_ERROR(BlockBody({"endfor"}, &n->else_body, &end));
     out->push_back(std::move(n));
     return OkStatus();
   }
@@ -187,8 +185,7 @@ class Parser {
     } else {
       SKRULL_RETURN_IF_ERROR(ExpectBlockEnd());
       std::string end;
-      SKRULL_RETURN_IF_ERROR(Body({"endset"}, &n->body, &end));
-      SKRULL_RETURN_IF_ERROR(ExpectBlockEnd());
+      SKRULL_RETURN_IF_ERROR(BlockBody({"endset"}, &n->body, &end));
     }
     out->push_back(std::move(n));
     return OkStatus();
@@ -212,8 +209,7 @@ class Parser {
     SKRULL_RETURN_IF_ERROR(ExpectOp(")"));
     SKRULL_RETURN_IF_ERROR(ExpectBlockEnd());
     std::string end;
-    SKRULL_RETURN_IF_ERROR(Body({"endmacro"}, &n->body, &end));
-    SKRULL_RETURN_IF_ERROR(ExpectBlockEnd());
+    SKRULL_RETURN_IF_ERROR(BlockBody({"endmacro"}, &n->body, &end));
     out->push_back(std::move(n));
     return OkStatus();
   }
