@@ -369,57 +369,64 @@ class Parser {
       }
       return e;
     }
-    if (IsOp("(")) {
-      ++i_;
-      if (IsOp(")")) {
-        ++i_;
-        ExprPtr e = Make(Expr::Kind::kTuple);
-        return e;
-      }
-      SKRULL_ASSIGN_OR_RETURN(ExprPtr first, Expression());
-      if (!IsOp(",")) {
-        SKRULL_RETURN_IF_ERROR(ExpectOp(")"));
-        return first;
-      }
-      ExprPtr tuple = Make(Expr::Kind::kTuple);
-      tuple->items.push_back(std::move(first));
-      while (IsOp(",")) {
-        ++i_;
-        if (IsOp(")")) break;
-        SKRULL_ASSIGN_OR_RETURN(ExprPtr item, Expression());
-        tuple->items.push_back(std::move(item));
-      }
-      SKRULL_RETURN_IF_ERROR(ExpectOp(")"));
-      return tuple;
-    }
-    if (IsOp("[")) {
-      ++i_;
-      ExprPtr list = Make(Expr::Kind::kList);
-      while (!IsOp("]")) {
-        SKRULL_ASSIGN_OR_RETURN(ExprPtr item, Expression());
-        list->items.push_back(std::move(item));
-        if (!IsOp(",")) break;
-        ++i_;
-      }
-      SKRULL_RETURN_IF_ERROR(ExpectOp("]"));
-      return list;
-    }
-    if (IsOp("{")) {
-      ++i_;
-      ExprPtr dict = Make(Expr::Kind::kDict);
-      while (!IsOp("}")) {
-        SKRULL_ASSIGN_OR_RETURN(ExprPtr key, Expression());
-        SKRULL_RETURN_IF_ERROR(ExpectOp(":"));
-        SKRULL_ASSIGN_OR_RETURN(ExprPtr value, Expression());
-        dict->keys.push_back(std::move(key));
-        dict->items.push_back(std::move(value));
-        if (!IsOp(",")) break;
-        ++i_;
-      }
-      SKRULL_RETURN_IF_ERROR(ExpectOp("}"));
-      return dict;
-    }
+    if (IsOp("(")) return Parenthesized();
+    if (IsOp("[")) return ListLiteral();
+    if (IsOp("{")) return DictLiteral();
     return Error("unexpected '" + tok.value + "' in an expression");
+  }
+
+  // ( ... ): a parenthesized expression or a tuple.
+  StatusOr<ExprPtr> Parenthesized() {
+    ++i_;
+    if (IsOp(")")) {
+      ++i_;
+      ExprPtr e = Make(Expr::Kind::kTuple);
+      return e;
+    }
+    SKRULL_ASSIGN_OR_RETURN(ExprPtr first, Expression());
+    if (!IsOp(",")) {
+      SKRULL_RETURN_IF_ERROR(ExpectOp(")"));
+      return first;
+    }
+    ExprPtr tuple = Make(Expr::Kind::kTuple);
+    tuple->items.push_back(std::move(first));
+    while (IsOp(",")) {
+      ++i_;
+      if (IsOp(")")) break;
+      SKRULL_ASSIGN_OR_RETURN(ExprPtr item, Expression());
+      tuple->items.push_back(std::move(item));
+    }
+    SKRULL_RETURN_IF_ERROR(ExpectOp(")"));
+    return tuple;
+  }
+
+  StatusOr<ExprPtr> ListLiteral() {
+    ++i_;
+    ExprPtr list = Make(Expr::Kind::kList);
+    while (!IsOp("]")) {
+      SKRULL_ASSIGN_OR_RETURN(ExprPtr item, Expression());
+      list->items.push_back(std::move(item));
+      if (!IsOp(",")) break;
+      ++i_;
+    }
+    SKRULL_RETURN_IF_ERROR(ExpectOp("]"));
+    return list;
+  }
+
+  StatusOr<ExprPtr> DictLiteral() {
+    ++i_;
+    ExprPtr dict = Make(Expr::Kind::kDict);
+    while (!IsOp("}")) {
+      SKRULL_ASSIGN_OR_RETURN(ExprPtr key, Expression());
+      SKRULL_RETURN_IF_ERROR(ExpectOp(":"));
+      SKRULL_ASSIGN_OR_RETURN(ExprPtr value, Expression());
+      dict->keys.push_back(std::move(key));
+      dict->items.push_back(std::move(value));
+      if (!IsOp(",")) break;
+      ++i_;
+    }
+    SKRULL_RETURN_IF_ERROR(ExpectOp("}"));
+    return dict;
   }
 
   Status CallArguments(Expr* call) {
