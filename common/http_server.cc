@@ -14,6 +14,9 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <optional>
+#include <string_view>
 
 namespace skrull::http {
 
@@ -22,7 +25,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int MillisLeft(Deadline deadline) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  // Rounded up, so a poll does not wake just before its deadline and spin.
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return static_cast<int>(std::max<int64_t>(0, ms));
 }
 
@@ -57,45 +61,130 @@ class PlainConnection : public HttpConnection {
   int fd_;
 };
 
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+constexpr char kText[] = "text/plain; charset=utf-8";
 
 std::string StatusLine(int status) {
   return "HTTP/1.1 " + std::to_string(status) + " " + HttpReasonPhrase(status) + "\r\n";
 }
 
-// Parses the request line and headers in `head` (without the blank line).
-// False when the request line is malformed.
-bool ParseHead(const std::string& head, HttpRequest* req) {
-  size_t line_end = head.find('\n');
-  const std::string line = Trim(head.substr(0, line_end));
-  const size_t sp1 = line.find(' ');
-  const size_t sp2 = sp1 == std::string::npos ? std::string::npos : line.find(' ', sp1 + 1);
-  if (sp1 == std::string::npos || sp2 == std::string::npos) return false;
-  req->method = line.substr(0, sp1);
-  req->target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  const size_t q = req->target.find('?');
-  req->path = req->target.substr(0, q);
-  req->query = q == std::string::npos ? "" : req->target.substr(q + 1);
-  while (line_end != std::string::npos) {
-    const size_t start = line_end + 1;
-    line_end = head.find('\n', start);
-    const std::string h =
-        head.substr(start, line_end == std::string::npos ? std::string::npos : line_end - start);
-    const size_t colon = h.find(':');
-    if (colon == std::string::npos) continue;
-    req->headers.emplace_back(Lower(Trim(h.substr(0, colon))), Trim(h.substr(colon + 1)));
+// A whole answer with Content-Length (the body left out for HEAD).
+std::string Answer(int status, const std::string& content_type, const std::string& body,
+                   const std::string& extra_headers, bool head) {
+  std::string r = StatusLine(status) + "Content-Type: " + content_type +
+                  "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers +
+                  "Connection: close\r\n\r\n";
+  if (!head) r += body;
+  return r;
+}
+
+// Short answers from the event thread: best effort, never blocks. A fresh
+// socket's send buffer holds them whole.
+void SendNow(int fd, const std::string& data) {
+  ssize_t ignored = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)ignored;
+}
+
+// A connection still sending its request. Event thread only.
+struct Pending {
+  int fd = -1;
+  Deadline deadline;
+  std::string raw;                      // bytes received
+  size_t head_end = std::string::npos;  // past the head's blank line, once seen
+  std::optional<ParsedHead> head;       // once parsed
+  bool continue_sent = false;
+};
+
+enum class Progress { kWaiting, kDone, kComplete };
+
+// Reads what `p` has sent and advances it: kWaiting for more bytes, kDone
+// when the connection is finished with (closed by the peer, or answered with
+// an error), kComplete when p->head holds a whole request, body included.
+Progress ReadSome(Pending* p, size_t max_request_bytes) {
+  char buf[4096];
+  const size_t searched = p->raw.size();
+  bool eof = false;  // a client may half-close after sending its request
+  while (p->raw.size() <= max_request_bytes) {
+    const ssize_t n = ::recv(p->fd, buf, sizeof(buf), 0);
+    if (n == 0) {
+      eof = true;
+      break;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return Progress::kDone;
+    }
+    p->raw.append(buf, static_cast<size_t>(n));
   }
-  return true;
+  if (p->head_end == std::string::npos) {
+    p->head_end = FindHeadEnd(p->raw, searched);
+    if (p->head_end == std::string::npos || p->head_end > max_request_bytes) {
+      if (p->raw.size() <= max_request_bytes) return eof ? Progress::kDone : Progress::kWaiting;
+      SendNow(p->fd, Answer(413, kText, "request headers too large\n", "", false));
+      return Progress::kDone;
+    }
+  }
+  if (!p->head) {
+    StatusOr<ParsedHead> parsed = ParseRequestHead(std::string_view(p->raw).substr(0, p->head_end),
+                                                   max_request_bytes - p->head_end);
+    if (!parsed.ok()) {
+      const Status& error = parsed.status();
+      SendNow(p->fd,
+              Answer(HttpStatusForParseError(error), kText, error.message() + "\n", "", false));
+      return Progress::kDone;
+    }
+    p->head = std::move(parsed).value();
+  }
+  if (p->raw.size() - p->head_end >= p->head->content_length) {
+    p->head->request.body = p->raw.substr(p->head_end, p->head->content_length);
+    return Progress::kComplete;
+  }
+  if (p->head->expect_continue && !p->continue_sent) {
+    SendNow(p->fd, "HTTP/1.1 100 Continue\r\n\r\n");
+    p->continue_sent = true;
+  }
+  return eof ? Progress::kDone : Progress::kWaiting;
+}
+
+// Reads one request from a wrapped connection (TLS) on a worker. Nullopt
+// when the client went away, timed out, or was answered with an error.
+std::optional<HttpRequest> ReadRequest(HttpConnection* conn, Deadline deadline,
+                                       size_t max_request_bytes, HttpResponseWriter& w) {
+  std::string raw;
+  char buf[4096];
+  size_t head_end = std::string::npos;
+  size_t searched = 0;
+  while ((head_end = FindHeadEnd(raw, searched)) == std::string::npos) {
+    if (raw.size() > max_request_bytes) {
+      w.Send(413, kText, "request headers too large\n");
+      return std::nullopt;
+    }
+    searched = raw.size();
+    const long n = conn->Read(buf, sizeof(buf), deadline);
+    if (n <= 0) return std::nullopt;
+    raw.append(buf, static_cast<size_t>(n));
+  }
+  if (head_end > max_request_bytes) {
+    w.Send(413, kText, "request headers too large\n");
+    return std::nullopt;
+  }
+  StatusOr<ParsedHead> parsed =
+      ParseRequestHead(std::string_view(raw).substr(0, head_end), max_request_bytes - head_end);
+  if (!parsed.ok()) {
+    w.Send(HttpStatusForParseError(parsed.status()), kText, parsed.status().message() + "\n");
+    return std::nullopt;
+  }
+  if (parsed->expect_continue && raw.size() - head_end < parsed->content_length &&
+      !conn->Write("HTTP/1.1 100 Continue\r\n\r\n", deadline)) {
+    return std::nullopt;
+  }
+  while (raw.size() - head_end < parsed->content_length) {
+    const long n = conn->Read(buf, sizeof(buf), deadline);
+    if (n <= 0) return std::nullopt;
+    raw.append(buf, static_cast<size_t>(n));
+  }
+  parsed->request.body = raw.substr(head_end, parsed->content_length);
+  return std::move(parsed->request);
 }
 
 }  // namespace
@@ -110,13 +199,6 @@ bool WaitForFd(int fd, short events, Deadline deadline) {
   }
 }
 
-const std::string* HttpRequest::Header(const std::string& lower_case_name) const {
-  for (const auto& [name, value] : headers) {
-    if (name == lower_case_name) return &value;
-  }
-  return nullptr;
-}
-
 const char* HttpReasonPhrase(int status) {
   static constexpr std::pair<int, const char*> kPhrases[] = {
       {200, "OK"},
@@ -128,6 +210,7 @@ const char* HttpReasonPhrase(int status) {
       {403, "Forbidden"},
       {404, "Not Found"},
       {405, "Method Not Allowed"},
+      {408, "Request Timeout"},
       {409, "Conflict"},
       {410, "Gone"},
       {413, "Payload Too Large"},
@@ -189,11 +272,7 @@ bool HttpResponseWriter::Write(const std::string& data) {
 bool HttpResponseWriter::Send(int status, const std::string& content_type, const std::string& body,
                               const std::string& extra_headers) {
   started_ = true;
-  std::string r = StatusLine(status) + "Content-Type: " + content_type +
-                  "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers +
-                  "Connection: close\r\n\r\n";
-  if (!head_) r += body;
-  return Write(r);
+  return Write(Answer(status, content_type, body, extra_headers, head_));
 }
 
 bool HttpResponseWriter::StartChunked(int status, const std::string& content_type) {
@@ -224,6 +303,10 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions option
     return InvalidArgumentError("serve " + where + ": threads must be >= 1 (got " +
                                 std::to_string(options.threads) + ")");
   }
+  if (options.max_connections < 1) {
+    return InvalidArgumentError("serve " + where + ": max_connections must be >= 1 (got " +
+                                std::to_string(options.max_connections) + ")");
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -250,7 +333,9 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions option
   const int bind_errno = errno;
   ::freeaddrinfo(found);
   if (!bound) return UnavailableError("bind " + where + ": " + std::strerror(bind_errno));
-  if (::listen(s->listen_fd_, 64) != 0) {
+  // A long backlog: a burst of connections waits for the event thread
+  // instead of having its SYNs dropped (clients retry only after 1 s).
+  if (::listen(s->listen_fd_, SOMAXCONN) != 0) {
     return UnavailableError("listen " + where + ": " + std::strerror(errno));
   }
   sockaddr_storage addr{};
@@ -263,8 +348,9 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions option
     return UnavailableError("pipe for " + where + ": " + std::strerror(errno));
   }
   for (int i = 0; i < s->options_.threads; ++i) {
-    s->threads_.emplace_back([raw = s.get()] { raw->Serve(); });
+    s->workers_.emplace_back([raw = s.get()] { raw->Worker(); });
   }
+  s->event_thread_ = std::thread([raw = s.get()] { raw->EventLoop(); });
   return s;
 }
 
@@ -272,89 +358,165 @@ HttpServer::~HttpServer() {
   stopping_ = true;
   if (wake_fds_[1] >= 0) {
     const char byte = 1;
-    ssize_t ignored = ::write(wake_fds_[1], &byte, 1);  // level-triggered: wakes every thread
+    ssize_t ignored = ::write(wake_fds_[1], &byte, 1);
     (void)ignored;
   }
-  for (std::thread& t : threads_) t.join();
+  if (event_thread_.joinable()) event_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    no_more_jobs_ = true;
+  }
+  work_ready_.notify_all();
+  for (std::thread& t : workers_) t.join();
   for (int fd : {listen_fd_, wake_fds_[0], wake_fds_[1]}) {
     if (fd >= 0) ::close(fd);
   }
 }
 
-void HttpServer::Serve() {
-  while (true) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fds_[0], POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
+void HttpServer::EventLoop() {
+  // By accept order, so begin() is the oldest connection still sending.
+  std::map<uint64_t, Pending> pending;
+  uint64_t next_id = 0;
+  Deadline accept_paused_until{};
+  std::vector<pollfd> fds;
+  std::vector<uint64_t> ids;
+  const bool tls = static_cast<bool>(options_.wrap_connection);
+  auto drop = [&pending](std::map<uint64_t, Pending>::iterator it) {
+    ::close(it->second.fd);
+    return pending.erase(it);
+  };
+  auto accept_all = [&] {
+    const auto cap = static_cast<size_t>(options_.max_connections);
+    for (int i = 0; i < 64; ++i) {  // then serve the readable ones too
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors: make room from the oldest idle connection,
+          // or stop polling the listener for a while instead of spinning.
+          if (!pending.empty()) {
+            drop(pending.begin());
+            continue;
+          }
+          accept_paused_until = Clock::now() + std::chrono::milliseconds(100);
+        }
+        return;  // EAGAIN: nothing more to accept
+      }
+      if (pending.size() + static_cast<size_t>(with_workers_.load()) >= cap) {
+        if (pending.empty()) {
+          SendNow(fd, Answer(503, kText, "too many connections; try again\n", "", false));
+          ::close(fd);
+          continue;
+        }
+        drop(pending.begin());
+      }
+      Pending p;
+      p.fd = fd;
+      p.deadline = Clock::now() + options_.read_timeout;
+      pending.emplace(next_id++, std::move(p));
     }
-    if (fds[1].revents != 0) return;
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;  // another thread took it, or the client gave up
-    Handle(fd);
-    ::close(fd);
+  };
+
+  while (true) {
+    const auto now = Clock::now();
+    Deadline wake = now + std::chrono::hours(1);
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (it->second.deadline <= now) {
+        if (!it->second.raw.empty()) {
+          SendNow(it->second.fd, Answer(408, kText, "the request took too long\n", "", false));
+        }
+        it = drop(it);
+      } else {
+        wake = std::min(wake, it->second.deadline);
+        ++it;
+      }
+    }
+    fds.clear();
+    ids.clear();
+    fds.push_back({wake_fds_[0], POLLIN, 0});
+    const bool accepting = now >= accept_paused_until;
+    if (accepting) {
+      fds.push_back({listen_fd_, POLLIN, 0});
+    } else {
+      wake = std::min(wake, accept_paused_until);
+    }
+    const size_t first = fds.size();
+    for (const auto& [id, p] : pending) {
+      fds.push_back({p.fd, POLLIN, 0});
+      ids.push_back(id);
+    }
+    if (::poll(fds.data(), fds.size(), MillisLeft(wake)) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[0].revents != 0) break;  // stopping
+    for (size_t i = first; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto it = pending.find(ids[i - first]);
+      Progress progress =
+          tls ? Progress::kComplete : ReadSome(&it->second, options_.max_request_bytes);
+      if (progress == Progress::kDone) {
+        drop(it);
+      } else if (progress == Progress::kComplete) {
+        Job job;
+        job.fd = it->second.fd;
+        job.read_deadline = it->second.deadline;
+        job.read_on_worker = tls;
+        if (!tls) job.request = std::move(it->second.head->request);
+        pending.erase(it);
+        HandOff(std::move(job));
+      }
+    }
+    if (accepting && (fds[1].revents & POLLIN) != 0) accept_all();
+  }
+  for (auto& [id, p] : pending) ::close(p.fd);
+}
+
+void HttpServer::HandOff(Job job) {
+  ++with_workers_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(job));
+  }
+  work_ready_.notify_one();
+}
+
+void HttpServer::Worker() {
+  while (true) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_ready_.wait(lock, [this] { return !jobs_.empty() || no_more_jobs_; });
+      if (jobs_.empty()) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    Serve(job);
+    ::close(job.fd);
+    --with_workers_;
   }
 }
 
-void HttpServer::Handle(int fd) {
-  const Deadline read_deadline = Clock::now() + options_.read_timeout;
+void HttpServer::Serve(const Job& job) {
   std::unique_ptr<HttpConnection> conn;
-  if (options_.wrap_connection) {
-    conn = options_.wrap_connection(fd, read_deadline);
+  if (job.read_on_worker) {
+    conn = options_.wrap_connection(job.fd, job.read_deadline);
     if (!conn) return;
   } else {
-    conn = std::make_unique<PlainConnection>(fd);
+    conn = std::make_unique<PlainConnection>(job.fd);
   }
-  const std::string text = "text/plain; charset=utf-8";
-  std::string raw;
-  char buf[4096];
-  size_t head_end = std::string::npos;
-  size_t body_start = 0;
-  // Headers, then the Content-Length body.
-  while (true) {
-    if (head_end == std::string::npos) {
-      if ((head_end = raw.find("\r\n\r\n")) != std::string::npos) {
-        body_start = head_end + 4;
-      } else if ((head_end = raw.find("\n\n")) != std::string::npos) {
-        body_start = head_end + 2;
-      }
-    }
-    if (head_end != std::string::npos) break;
-    if (raw.size() > options_.max_request_bytes) break;
-    long n = conn->Read(buf, sizeof(buf), read_deadline);
-    if (n <= 0) return;
-    raw.append(buf, static_cast<size_t>(n));
-  }
-  HttpRequest req;
   HttpResponseWriter writer(conn.get(), false, options_.write_timeout, &stopping_);
-  if (head_end == std::string::npos) {
-    writer.Send(413, text, "request headers too large\n");
-    return;
+  std::optional<HttpRequest> read;
+  if (job.read_on_worker) {
+    read = ReadRequest(conn.get(), job.read_deadline, options_.max_request_bytes, writer);
+    if (!read) return;
   }
-  if (!ParseHead(raw.substr(0, head_end), &req)) {
-    writer.Send(400, text, "bad request line\n");
-    return;
-  }
+  const HttpRequest& req = job.read_on_worker ? *read : job.request;
   writer.head_ = req.method == "HEAD";
-  if (const std::string* te = req.Header("transfer-encoding"); te != nullptr) {
-    writer.Send(501, text, "chunked request bodies are not supported; send Content-Length\n");
+  if (stopping_) {
+    writer.Send(503, kText, "the server is shutting down\n");
     return;
   }
-  size_t content_length = 0;
-  if (const std::string* cl = req.Header("content-length"); cl != nullptr) {
-    content_length = std::strtoull(cl->c_str(), nullptr, 10);
-  }
-  if (body_start + content_length > options_.max_request_bytes) {
-    writer.Send(413, text, "request body too large\n");
-    return;
-  }
-  while (raw.size() < body_start + content_length) {
-    long n = conn->Read(buf, sizeof(buf), read_deadline);
-    if (n <= 0) return;
-    raw.append(buf, static_cast<size_t>(n));
-  }
-  req.body = raw.substr(body_start, content_length);
   std::string error;
   try {
     handler_(req, writer);
@@ -362,7 +524,7 @@ void HttpServer::Handle(int fd) {
     error = e.what();
   }
   if (!writer.started()) {
-    writer.Send(500, text, (error.empty() ? "the handler sent no answer" : error) + "\n");
+    writer.Send(500, kText, (error.empty() ? "the handler sent no answer" : error) + "\n");
   }
 }
 

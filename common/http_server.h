@@ -1,49 +1,59 @@
-// HttpServer: a small HTTP/1.1 server on blocking-style sockets, shared by
-// the trainer's /metrics endpoint and the controller's test API server.
+// HttpServer: a small HTTP/1.1 server, shared by the trainer's /metrics
+// endpoint, the controller's /healthz and /metrics, and the controller
+// tests' API server (FakeApiServer: TLS, chunked watch streams).
 //
-// It has no dependencies beyond POSIX: a fixed pool of threads each accepts
-// a connection, reads one request (Content-Length bodies only), calls the
-// handler, and closes the connection (every answer says Connection: close).
+// Why hand-written (POSIX only): civetweb, behind prometheus-cpp's Exposer,
+// starts its threads with a 100 KiB stack, below the static TLS of a process
+// that links libtorch, so it never served; cpp-httplib (Debian 0.11) gives
+// each open connection a pool thread, so N idle connections starve it; and
+// cpprestsdk's listener has no header deadline or connection cap (its
+// maintainers say not to use it in production).
+//
+// How it serves: one event thread polls the listening socket and every
+// connection still sending its request (non-blocking sockets). It accepts,
+// reads request heads and Content-Length bodies, parses them strictly
+// (common/http_request.h; a bad head is answered 400/413/501 from that
+// thread), and hands only complete requests to `threads` handler workers.
+// Each connection serves one request (every answer says Connection: close).
 // A handler answers once (Send) or streams a chunked body (StartChunked,
 // WriteChunk..., FinishChunked); returning without FinishChunked cuts the
 // stream, which a client sees as a truncated body.
 //
-// Limits: each request must arrive within `read_timeout`, each write must
-// finish within `write_timeout`, so a stuck client cannot hold a thread for
-// long. A streaming handler holds its thread until it returns: size
-// `threads` for the number of concurrent streams plus one.
+// Limits: a connection must deliver its whole request within `read_timeout`
+// of being accepted (else it is closed, with 408 when it sent something);
+// each write must finish within `write_timeout`. At most `max_connections`
+// are open; beyond that the oldest connection still sending its request is
+// dropped (or, when every connection is being answered, the new one gets
+// 503). So idle or slow clients cost a socket and a few bytes each, never a
+// thread: a well-behaved client is answered at once while hundreds of them
+// are open. A streaming handler holds a worker until it returns: size
+// `threads` for the number of concurrent streams plus one. With
+// `wrap_connection` (TLS, tests only) a connection goes to a worker once its
+// first bytes arrive, and the handshake and request are read there.
 //
-// Thread safety: the handler runs on the server's threads, possibly
+// Thread safety: the handler runs on the worker threads, possibly
 // concurrently; it must be thread-safe. Start/port/destructor from one thread.
 #ifndef SKRULL_COMMON_HTTP_SERVER_H_
 #define SKRULL_COMMON_HTTP_SERVER_H_
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/http_request.h"
 #include "common/status.h"
 
 namespace skrull::http {
 
 using Deadline = std::chrono::steady_clock::time_point;
-
-struct HttpRequest {
-  std::string method;  // "GET", "PUT", ...
-  std::string target;  // as sent: "/api/v1/pods?watch=1"
-  std::string path;    // `target` up to '?', not percent-decoded
-  std::string query;   // after '?', not decoded; "" when none
-  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, values trimmed
-  std::string body;
-
-  // The first header named `lower_case_name`, or nullptr.
-  const std::string* Header(const std::string& lower_case_name) const;
-};
 
 // A byte stream to one client: the plain socket, or what
 // HttpServerOptions::wrap_connection made of it (e.g. TLS).
@@ -105,14 +115,18 @@ std::string PercentEncode(const std::string& value);
 std::string PercentDecode(const std::string& value, bool plus_is_space);
 
 struct HttpServerOptions {
-  std::string bind_address = "127.0.0.1";          // an IPv4 or IPv6 literal ("[::]" ok)
-  int port = 0;                                    // 0 = an ephemeral port
-  int threads = 1;                                 // >= 1; each serves one connection at a time
-  std::chrono::milliseconds read_timeout{5000};    // to receive a whole request
+  std::string bind_address = "127.0.0.1";  // an IPv4 or IPv6 literal ("[::]" ok)
+  int port = 0;                            // 0 = an ephemeral port
+  int threads = 1;                         // >= 1 handler workers; each runs one handler at a time
+  std::chrono::milliseconds read_timeout{5000};    // from accept to the whole request
   std::chrono::milliseconds write_timeout{10000};  // for each Send / chunk
   size_t max_request_bytes = 16 * 1024;            // headers + body; more -> 413
+  // Connections open at once (reading, queued or being answered), >= 1.
+  // Beyond it the oldest one still sending its request is closed.
+  int max_connections = 1024;
   // Wraps each accepted non-blocking socket, e.g. in a TLS session, within
-  // `deadline`; null = plain TCP. Returns null to drop the connection. The
+  // `deadline`; null = plain TCP. Runs on a worker once the client has sent
+  // its first bytes. Returns null to drop the connection. The
   // server keeps ownership of the fd (it closes it after the wrapper).
   std::function<std::unique_ptr<HttpConnection>(int fd, Deadline deadline)> wrap_connection;
 };
@@ -121,16 +135,18 @@ class HttpServer {
  public:
   using Handler = std::function<void(const HttpRequest&, HttpResponseWriter&)>;
 
-  // Binds, listens and starts the threads. Unavailable when the address
-  // cannot be bound ("bind <addr>:<port>: <errno text>"); InvalidArgument
-  // when bind_address is not a literal or threads < 1. A handler that sends
+  // Binds, listens and starts the event thread and the workers. Unavailable
+  // when the address cannot be bound ("bind <addr>:<port>: <errno text>");
+  // InvalidArgument when bind_address is not a literal, threads < 1 or
+  // max_connections < 1. A handler that sends
   // nothing (or throws) answers 500.
   static StatusOr<std::unique_ptr<HttpServer>> Start(HttpServerOptions options, Handler handler);
 
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
-  // Stops accepting, sets stopping() for streaming handlers, waits for the
-  // requests in progress (bounded by their timeouts and handlers), joins.
+  // Stops accepting, closes connections still sending their requests,
+  // answers queued requests 503, sets stopping() for streaming handlers,
+  // waits for the handlers in progress (bounded by their timeouts), joins.
   ~HttpServer();
 
   int port() const { return port_; }
@@ -138,18 +154,37 @@ class HttpServer {
   const std::string& address() const { return address_; }
 
  private:
+  // A connection handed to a worker: a complete request, or (with
+  // wrap_connection) a connection whose request the worker reads itself.
+  struct Job {
+    int fd = -1;
+    Deadline read_deadline;
+    bool read_on_worker = false;
+    HttpRequest request;
+  };
+
   HttpServer() = default;
-  void Serve();
-  void Handle(int fd);
+  void EventLoop();
+  void HandOff(Job job);
+  void Worker();
+  void Serve(const Job& job);
 
   HttpServerOptions options_;
   Handler handler_;
   int listen_fd_ = -1;
-  int wake_fds_[2] = {-1, -1};  // a byte on [1] wakes every thread to stop
+  int wake_fds_[2] = {-1, -1};  // a byte on [1] stops the event thread
   int port_ = 0;
   std::string address_;
   std::atomic<bool> stopping_{false};
-  std::vector<std::thread> threads_;
+  std::atomic<int> with_workers_{0};  // connections queued for or held by workers
+
+  std::mutex mu_;
+  std::condition_variable work_ready_;
+  std::deque<Job> jobs_;       // guarded by mu_
+  bool no_more_jobs_ = false;  // guarded by mu_
+
+  std::thread event_thread_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace skrull::http

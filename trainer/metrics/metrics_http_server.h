@@ -9,9 +9,9 @@
 // What it serves: GET (or HEAD) /metrics[?...] -> 200 with `render()` as
 // `text/plain; version=0.0.4; charset=utf-8`; any other path 404; any other
 // method 405. The sockets are common/http_server.h's HttpServer: one request
-// per connection (Connection: close); each connection must send its request
-// within 5 s and take the answer within 10 s, so a stuck client cannot hold
-// a thread for long.
+// per connection (Connection: close); an event thread reads requests (each
+// connection must send its request within 5 s) and `threads` workers render
+// answers (each write within 10 s), so idle or slow clients hold no thread.
 //
 // Thread safety: `render` is called on the server's threads, possibly
 // concurrently; it must be thread-safe. Start/port/destructor from one thread.
@@ -33,7 +33,7 @@ class MetricsHttpServer {
   using Render = std::function<std::string()>;
 
   // Listens on bind_address:port (an IPv4 or IPv6 literal; port 0 = an
-  // ephemeral port) and starts `threads` (>= 1) serving threads.
+  // ephemeral port) and starts `threads` (>= 1) workers that render answers.
   // Unavailable when the address cannot be bound (the message names it and
   // the errno text); InvalidArgument when bind_address is not a literal.
   static StatusOr<std::unique_ptr<MetricsHttpServer>> Start(const std::string& bind_address,
