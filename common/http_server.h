@@ -2,18 +2,16 @@
 // endpoint, the controller's /healthz and /metrics, and the controller
 // tests' API server (FakeApiServer: TLS, chunked watch streams).
 //
-// Why hand-written (POSIX only): civetweb, behind prometheus-cpp's Exposer,
-// starts its threads with a 100 KiB stack, below the static TLS of a process
-// that links libtorch, so it never served; cpp-httplib (Debian 0.11) gives
-// each open connection a pool thread, so N idle connections starve it; and
-// cpprestsdk's listener has no header deadline or connection cap (its
-// maintainers say not to use it in production).
+// Hand-written (POSIX only): civetweb's 100 KiB thread stacks fail beside
+// libtorch's static TLS; cpp-httplib 0.11 ties a pool thread to each open
+// connection; cpprestsdk's listener has no header deadline or connection cap.
 //
 // How it serves: one event thread polls the listening socket and every
 // connection still sending its request (non-blocking sockets). It accepts,
 // reads request heads and Content-Length bodies, parses them strictly
 // (common/http_request.h; a bad head is answered 400/413/501 from that
-// thread), and hands only complete requests to `threads` handler workers.
+// thread; "Expect: 100-continue" gets its 100), and hands only complete
+// requests to `threads` handler workers.
 // Each connection serves one request (every answer says Connection: close).
 // A handler answers once (Send) or streams a chunked body (StartChunked,
 // WriteChunk..., FinishChunked); returning without FinishChunked cuts the
