@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The GPU build, compiled, linked and tested without a GPU: builds this
+# checkout against PyTorch 2.6 for CUDA 12.4 with NCCL (Debian 13 contrib /
+# non-free: libtorch-cuda-dev, libgloo-cuda-dev, libnccl-dev,
+# nvidia-cuda-toolkit) inside a Debian 13 root, with SKRULL_WITH_CUDA=ON and
+# -Werror, checks that skrull-trainer links libtorch_cuda and NCCL, and runs
+# the whole CTest suite there on the CPU. Prints "N passed, M failed".
+#
+#   sudo scripts/check-gpu-build.sh [ctest args...]
+#
+# Not part of scripts/test.sh / .ci/run: the first run downloads about 3 GB
+# into the root (SKRULL_GPU_ROOT, default /var/cache/skrull/trixie-cuda,
+# outside the source tree and made once) and the build takes long on 2 cores.
+# Needs root (debootstrap, chroot, bind mounts) and Debian's mirror.
+#
+# cuDNN: libtorch_cuda.so needs libcudnn.so.9 to link and load, but Debian's
+# nvidia-cudnn only downloads it from NVIDIA in its post-install step, which
+# fails offline. The script lets that step be a no-op and copies
+# libcudnn*.so.9 from SKRULL_CUDNN_DIR (default /usr/local/cuda/lib64, where
+# NVIDIA's CUDA toolkit ships one) into the root. See docs/deploy.md.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+root="${SKRULL_GPU_ROOT:-/var/cache/skrull/trixie-cuda}"
+cudnn_dir="${SKRULL_CUDNN_DIR:-/usr/local/cuda/lib64}"
+mirror="${SKRULL_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+[ "$(id -u)" -eq 0 ] || { log "check-gpu-build.sh needs root (debootstrap, chroot)"; exit 2; }
+
+# Debian 13 names of what scripts/lib.sh installs on Debian 12, with the CUDA
+# builds of libtorch and gloo (libtorch-cuda-dev conflicts with libgloo-dev).
+GPU_PACKAGES=(
+  libtorch-cuda-dev libgloo-cuda-dev libnccl-dev nvidia-cuda-toolkit
+  build-essential cmake ninja-build pkg-config git ca-certificates curl clang-format
+  libopenblas0-openmp libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev
+  libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev googletest libgtest-dev libgmock-dev
+  prometheus python3 python3-yaml python3-jinja2 nodejs npm openssl
+)
+
+in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
+
+mounts=()
+unmount_all() {  # reverse order; never leave /dev or /proc bound into the root
+  local i
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[$i]}" 2>/dev/null || true; done
+  mounts=()
+}
+trap unmount_all EXIT
+bind() {  # bind SRC DEST_IN_ROOT
+  mkdir -p "$root$2"
+  mount --bind "$1" "$root$2"
+  mounts+=("$root$2")
+}
+
+make_root() {
+  [ -f "$root/.skrull-ready" ] && return 0
+  command -v debootstrap >/dev/null || apt-get install -y -q debootstrap
+  if [ ! -x "$root/usr/bin/apt-get" ]; then
+    log "debootstrap Debian 13 into $root"
+    rm -rf --one-file-system "$root"
+    mkdir -p "$(dirname "$root")"
+    debootstrap --variant=minbase --components=main,contrib,non-free,non-free-firmware \
+      trixie "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+      { log "debootstrap failed; see $root.debootstrap.log"; exit 2; }
+  fi
+  bind /proc /proc
+  log "installing ${#GPU_PACKAGES[@]} packages in the root (about 3 GB the first time)"
+  in_root apt-get update -q >"$root.apt.log" 2>&1
+  if ! in_root apt-get install -y -q --no-install-recommends "${GPU_PACKAGES[@]}" >>"$root.apt.log" 2>&1; then
+    # Expected offline: nvidia-cudnn's post-install download. Anything else is fatal.
+    local unconfigured
+    unconfigured="$(in_root dpkg --audit | awk '/^ [a-z0-9]/{print $1}' | sort -u | tr '\n' ' ')"
+    grep -q "nvidia-cudnn" <<<"$unconfigured" ||
+      { log "apt-get install failed in the root; see $root.apt.log"; exit 2; }
+    log "nvidia-cudnn cannot download cuDNN offline: using $cudnn_dir/libcudnn*.so.9 instead"
+    echo 'exit 0  # cuDNN is copied in by scripts/check-gpu-build.sh' >"$root/var/lib/dpkg/info/nvidia-cudnn.postinst"
+    in_root dpkg --configure -a >>"$root.apt.log" 2>&1 ||
+      { log "dpkg --configure failed in the root; see $root.apt.log"; exit 2; }
+  fi
+  unmount_all
+  touch "$root/.skrull-ready"
+}
+
+install_cudnn() {
+  local dest="$root/usr/local/lib/skrull-cudnn"
+  [ -e "$dest/libcudnn.so.9" ] && return 0
+  compgen -G "$cudnn_dir/libcudnn*.so.9" >/dev/null ||
+    { log "no libcudnn*.so.9 in $cudnn_dir: set SKRULL_CUDNN_DIR (libtorch_cuda needs it)"; exit 2; }
+  mkdir -p "$dest"
+  cp -L "$cudnn_dir"/libcudnn*.so.9 "$dest/"
+  echo /usr/local/lib/skrull-cudnn >"$root/etc/ld.so.conf.d/skrull-cudnn.conf"
+  in_root ldconfig
+}
+
+build_and_test() {
+  bind "$SKRULL_ROOT" /src
+  bind /proc /proc
+  bind /dev /dev
+  bind /dev/pts /dev/pts
+  mkdir -p "$root/build"
+  log "building /src with SKRULL_WITH_CUDA=ON -Werror in the root ($(nproc) jobs)"
+  in_root cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSKRULL_WITH_CUDA=ON -DSKRULL_WERROR=ON -DSKRULL_BUILD_TESTS=ON -DSKRULL_BUILD_BENCHMARKS=ON >/dev/null
+  in_root cmake --build /build -j "$(nproc)"
+  log "skrull-trainer's CUDA and NCCL libraries:"
+  local libs
+  libs="$(in_root ldd /build/bin/skrull-trainer)"
+  grep -E 'libtorch_cuda|libnccl|libcudart|libcudnn' <<<"$libs" >&2 || true
+  grep -q 'libtorch_cuda' <<<"$libs" || { log "skrull-trainer does not link libtorch_cuda"; exit 1; }
+  grep -q 'libnccl' <<<"$libs" || { log "skrull-trainer does not link NCCL"; exit 1; }
+  grep -q 'not found' <<<"$libs" && { log "unresolved libraries above"; exit 1; }
+  log "running the whole suite on the CPU with the CUDA build"
+  local rc=0
+  in_root /bin/sh -c "cd /build && ctest --output-on-failure --timeout 900 -j 2 $*" |
+    tee "$root/build/ctest.log" || rc=$?
+  local summary
+  summary="$(grep -E '^[0-9]+% tests passed' "$root/build/ctest.log" || true)"
+  local failed total
+  failed="$(sed -nE 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/p' <<<"$summary")"
+  total="$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' <<<"$summary")"
+  [ -n "$total" ] || { log "ctest printed no summary"; exit 1; }
+  echo "$((total - failed)) passed, $failed failed"
+  return "$rc"
+}
+
+make_root
+install_cudnn
+build_and_test "$@"
