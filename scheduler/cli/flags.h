@@ -8,9 +8,13 @@
 //                        [--model ...] [--hardware FILE] [--format text|json]
 //                        [--svg OUT]
 //
-// Flags take their value as the next argument or after '=' (`--dp 4`,
-// `--dp=4`). Token counts accept a K (x1024) or M (x1024^2) suffix: `26K` is
-// 26624 tokens. Parsing is pure (no I/O); files are opened by the commands.
+// Flags are read with CLI11 and take their value as the next argument or
+// after '=' (`--dp 4`, `--dp=4`). Token counts accept a K (x1024) or M
+// (x1024^2) suffix: `26K` is 26624 tokens. Sizes are bounded (policy.h,
+// simulator.h): --dp x --cp <= kMaxWorldSize ranks, --bucket-size <=
+// kMaxBucketSizeTokens, --dp x --batch-size <= kMaxGlobalBatchSequences; a
+// product over its bound is an error naming both flags. Parsing is pure (no
+// I/O); files are opened by the commands.
 #ifndef SKRULL_SCHEDULER_CLI_FLAGS_H_
 #define SKRULL_SCHEDULER_CLI_FLAGS_H_
 

@@ -235,6 +235,55 @@ TEST(SkrullPlanSchedule, SequenceLongerThanCpTimesBucketExitsTwo) {
   EXPECT_NE(r.err.find(lengths), std::string::npos) << r.err;
 }
 
+// Issue 17, defect 5: a length of 2^63-1 used to overflow ShardTokens, abort
+// skrull/round-robin/skrull-paper and print negative token counts with exit 0
+// for cp-all/sorted/balanced-cp.
+TEST(SkrullPlanSchedule, LengthAboveTheMaximumExitsTwoForEveryPolicy) {
+  TempDir dir;
+  for (const char* huge : {"9223372036854775807", "1099511627777"}) {
+    const std::string lengths = dir.Write("huge.txt", std::string("100\n") + huge + "\n");
+    for (Policy policy : AllPolicies()) {
+      CliResult r = RunPlan({"schedule", "--lengths", lengths, "--dp", "2", "--cp", "4",
+                             "--bucket-size", "26K", "--policy", PolicyName(policy)});
+      EXPECT_EQ(r.exit_code, kExitUsage) << PolicyName(policy) << " " << huge << ": " << r.out;
+      EXPECT_NE(r.err.find(lengths + ":2: length exceeds the scheduler's maximum of "
+                                     "1099511627776 tokens"),
+                std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.out.find('-'), std::string::npos) << "no negative token counts: " << r.out;
+    }
+  }
+}
+
+TEST(SkrullPlanFlags, DpTimesCpAboveTheMaximumExitsTwoNamingBothFlags) {
+  TempDir dir;
+  const std::string lengths = dir.Write("b.txt", "100\n");
+  CliResult r = RunPlan(
+      {"schedule", "--lengths", lengths, "--dp", "65536", "--cp", "65536", "--bucket-size", "26K"});
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_NE(r.err.find("--dp x --cp = 4294967296 ranks exceeds the maximum 65536"),
+            std::string::npos)
+      << r.err;
+  CliResult too_many = RunPlan(
+      {"schedule", "--lengths", lengths, "--dp", "65537", "--cp", "1", "--bucket-size", "26K"});
+  EXPECT_EQ(too_many.exit_code, kExitUsage);
+  EXPECT_NE(too_many.err.find("--dp: expected an integer in [1, 65536] (got '65537')"),
+            std::string::npos)
+      << too_many.err;
+}
+
+TEST(SkrullPlanFlags, DpTimesBatchSizeAboveTheMaximumExitsTwoNamingBothFlags) {
+  TempDir dir;
+  const std::string lengths = dir.Write("b.txt", "100\n");
+  CliResult r = RunPlan({"simulate", "--lengths", lengths, "--dp", "65536", "--cp", "1",
+                         "--bucket-size", "26K", "--batch-size", "16777216"});
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_NE(r.err.find("--dp x --batch-size = 1099511627776 sequences per step exceeds the "
+                       "maximum 16777216"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(SkrullPlanSchedule, UnknownPolicyListsTheValidOnes) {
   TempDir dir;
   const std::string lengths = dir.Write("b.txt", "100\n");

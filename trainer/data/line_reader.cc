@@ -2,14 +2,26 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <utility>
 
 namespace skrull::data {
 
-LineReader::LineReader(int fd, std::string path, size_t buffer_bytes)
-    : fd_(fd), path_(std::move(path)), buffer_(buffer_bytes > 0 ? buffer_bytes : 1) {}
+LineReader::LineReader(int fd, std::string path, size_t max_line_bytes, size_t buffer_bytes)
+    : fd_(fd),
+      path_(std::move(path)),
+      max_line_bytes_(std::max<size_t>(max_line_bytes, 1)),
+      buffer_(std::clamp<size_t>(buffer_bytes, 1, max_line_bytes_ + 1)) {}
+
+Status LineReader::TooLong() const {
+  return InvalidArgumentError(path_ + ":" + std::to_string(line_number_ + 1) +
+                              ": line is longer than " + std::to_string(max_line_bytes_) +
+                              " bytes (spec.data.maxLineBytes); is this a JSONL file? Raise "
+                              "spec.data.maxLineBytes if its lines really are this long");
+}
 
 Status LineReader::Fill() {
   if (begin_ > 0) {  // move the partial line to the front
@@ -17,7 +29,8 @@ Status LineReader::Fill() {
     end_ -= begin_;
     begin_ = 0;
   }
-  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+  // A line of max_line_bytes_ and its '\n' fit in max_line_bytes_ + 1.
+  if (end_ == buffer_.size()) buffer_.resize(std::min(buffer_.size() * 2, max_line_bytes_ + 1));
   while (true) {
     ssize_t n = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
     if (n < 0) {
@@ -45,11 +58,13 @@ StatusOr<bool> LineReader::Next(std::string_view* line, int64_t* offset, int64_t
       len = end_ - begin_;
       consumed = len;
     } else {
+      if (end_ - begin_ > max_line_bytes_) return TooLong();
       scanned = end_ - begin_;
       SKRULL_RETURN_IF_ERROR(Fill());
       scanned += begin_;
       continue;
     }
+    if (len > max_line_bytes_) return TooLong();
     *offset = file_offset_;
     *number = ++line_number_;
     if (len > 0 && start[len - 1] == '\r') --len;

@@ -1,5 +1,6 @@
 // Private to trainer/data: streams a file's lines through a fixed buffer
-// without holding the file in memory.
+// without holding the file in memory. Lines are capped in length, so a file
+// without newlines (/dev/zero) costs at most about the cap in memory.
 #ifndef SKRULL_TRAINER_DATA_LINE_READER_H_
 #define SKRULL_TRAINER_DATA_LINE_READER_H_
 
@@ -15,19 +16,26 @@ namespace skrull::data {
 class LineReader {
  public:
   // Reads `fd` (not owned) from its current position, `buffer_bytes` at a
-  // time; a line longer than the buffer grows it.
-  explicit LineReader(int fd, std::string path, size_t buffer_bytes = 4 << 20);
+  // time; a line longer than the buffer grows it, up to `max_line_bytes` + 1.
+  // REQUIRES: max_line_bytes >= 1.
+  LineReader(int fd, std::string path, size_t max_line_bytes, size_t buffer_bytes = 4 << 20);
 
   // The next line without its '\n' (and without a trailing '\r'), the byte
   // offset of its first byte, and its 1-based number. Valid until the next
   // call. Returns false at end of file; a last line without '\n' is a line.
+  // A line over `max_line_bytes` (counted without its '\n') is an
+  // InvalidArgument error naming PATH:LINE, the cap and
+  // spec.data.maxLineBytes; it is found after reading at most cap + 1 of its
+  // bytes, and the reader is not usable afterwards.
   StatusOr<bool> Next(std::string_view* line, int64_t* offset, int64_t* number);
 
  private:
-  Status Fill();  // reads more bytes after end_; sets eof_
+  Status Fill();           // reads more bytes after end_; sets eof_
+  Status TooLong() const;  // the error for the line being read
 
   int fd_;
   std::string path_;
+  size_t max_line_bytes_;
   std::vector<char> buffer_;
   size_t begin_ = 0;         // first unread byte in buffer_
   size_t end_ = 0;           // one past the last valid byte in buffer_
