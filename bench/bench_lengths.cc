@@ -12,6 +12,9 @@
 #include "bench/length_samplers.h"
 #include "scheduler/cli/lengths_file.h"
 
+// Bounds --n so a typo cannot ask for terabytes.
+constexpr uint64_t kMaxLengths = uint64_t{1} << 27;
+
 int main(int argc, char** argv) {
   std::string dataset;
   uint64_t n = 0;
@@ -24,7 +27,7 @@ int main(int argc, char** argv) {
   app.add_flag("--list", list, "print the datasets and their CDF knots");
   app.add_option("--dataset", dataset, "distribution to sample (required without --list)");
   app.add_option("--n", n, "how many lengths (required without --list)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(uint64_t{1}, kMaxLengths));
   app.add_option("--seed", seed, "sampler seed");
   try {
     app.parse(argc, argv);

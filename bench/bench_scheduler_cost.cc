@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -156,9 +157,9 @@ int main(int argc, char** argv) {
   Flags flags;
   CLI::App app{"bench_scheduler_cost: Schedule() wall-clock per global batch, every policy"};
   app.add_option("--reps-small", flags.reps_small, "repetitions of the small case")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app.add_option("--reps-large", flags.reps_large, "repetitions of the large case")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app.add_option("--seed", flags.seed, "batch sampler seed");
   app.add_option("--case", flags.only_case, "run only this case (default both)")
       ->check(CLI::IsMember({"small", "large"}));

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -220,10 +221,11 @@ int main(int argc, char** argv) {
   Flags flags;
   CLI::App app{
       "bench_scheduler_policies: simulated iteration time of every policy, paper settings"};
-  app.add_option("--steps", flags.steps, "global batches per setting")->check(CLI::PositiveNumber);
+  app.add_option("--steps", flags.steps, "global batches per setting")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app.add_option("--seed", flags.seed, "sampler seed");
   app.add_option("--dataset-size", flags.dataset_size, "lengths sampled per dataset")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 27));
   app.add_option("--only", flags.only, "run only this MODEL/DATASET setting");
   try {
     app.parse(argc, argv);

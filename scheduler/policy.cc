@@ -29,9 +29,12 @@ Status Validate(const std::vector<Sequence>& batch, const ScheduleOptions& optio
   for (size_t i = 0; i < batch.size(); ++i) {
     const std::string where =
         "global_batch[" + std::to_string(i) + "] (id " + std::to_string(batch[i].id) + ")";
-    if (batch[i].length <= 0 || batch[i].length > kMaxSequenceTokens) {
-      problems.push_back(where + ": length must be in [1, " + std::to_string(kMaxSequenceTokens) +
-                         "] (got " + std::to_string(batch[i].length) + ")");
+    if (batch[i].length <= 0) {
+      problems.push_back(where + ": length must be > 0 (got " + std::to_string(batch[i].length) +
+                         ")");
+    } else if (batch[i].length > kMaxSequenceTokens) {
+      problems.push_back(where + ": length must be <= " + std::to_string(kMaxSequenceTokens) +
+                         " (got " + std::to_string(batch[i].length) + ")");
     } else {
       total_ok = total_ok && CheckedAdd(total_tokens, batch[i].length, &total_tokens);
     }
@@ -115,10 +118,11 @@ void BalancedCp(const std::vector<Sequence>& batch, const CostModel& cost, Plan&
 std::vector<std::string> LayoutProblems(const Topology& topology, int64_t bucket_size_tokens) {
   std::vector<std::string> problems;
   const int64_t bucket = bucket_size_tokens;
-  if (bucket <= 0 || bucket > kMaxBucketSizeTokens) {
-    problems.push_back("bucket_size_tokens: must be in [1, " +
-                       std::to_string(kMaxBucketSizeTokens) + "] (got " + std::to_string(bucket) +
-                       ")");
+  if (bucket <= 0) {
+    problems.push_back("bucket_size_tokens: must be > 0 (got " + std::to_string(bucket) + ")");
+  } else if (bucket > kMaxBucketSizeTokens) {
+    problems.push_back("bucket_size_tokens: must be <= " + std::to_string(kMaxBucketSizeTokens) +
+                       " (got " + std::to_string(bucket) + ")");
   }
   const int dp = topology.dp;
   const int cp = topology.cp;

@@ -166,10 +166,11 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
   std::vector<std::string> problems = LayoutProblems(options.topology, options.bucket_size_tokens);
   if (dataset_lengths.empty()) problems.push_back("dataset: no sequence lengths");
   for (size_t i = 0; i < dataset_lengths.size(); ++i) {
-    if (dataset_lengths[i] <= 0 || dataset_lengths[i] > kMaxSequenceTokens) {
-      problems.push_back("dataset[" + std::to_string(i) + "]: length must be in [1, " +
-                         std::to_string(kMaxSequenceTokens) + "] (got " +
-                         std::to_string(dataset_lengths[i]) + ")");
+    const int64_t length = dataset_lengths[i];
+    if (length <= 0 || length > kMaxSequenceTokens) {
+      problems.push_back("dataset[" + std::to_string(i) + "]: length must be " +
+                         (length <= 0 ? "> 0" : "<= " + std::to_string(kMaxSequenceTokens)) +
+                         " (got " + std::to_string(length) + ")");
       break;
     }
   }

@@ -255,33 +255,30 @@ TEST(SkrullPlanSchedule, LengthAboveTheMaximumExitsTwoForEveryPolicy) {
   }
 }
 
-TEST(SkrullPlanFlags, DpTimesCpAboveTheMaximumExitsTwoNamingBothFlags) {
+// `--dp 65536 --cp 65536` used to abort on std::bad_alloc.
+TEST(SkrullPlanFlags, SizeProductsAboveTheirMaximumExitTwoNamingTheFlags) {
   TempDir dir;
   const std::string lengths = dir.Write("b.txt", "100\n");
-  CliResult r = RunPlan(
-      {"schedule", "--lengths", lengths, "--dp", "65536", "--cp", "65536", "--bucket-size", "26K"});
-  EXPECT_EQ(r.exit_code, kExitUsage);
-  EXPECT_NE(r.err.find("--dp x --cp = 4294967296 ranks exceeds the maximum 65536"),
-            std::string::npos)
-      << r.err;
-  CliResult too_many = RunPlan(
-      {"schedule", "--lengths", lengths, "--dp", "65537", "--cp", "1", "--bucket-size", "26K"});
-  EXPECT_EQ(too_many.exit_code, kExitUsage);
-  EXPECT_NE(too_many.err.find("--dp: expected an integer in [1, 65536] (got '65537')"),
-            std::string::npos)
-      << too_many.err;
-}
-
-TEST(SkrullPlanFlags, DpTimesBatchSizeAboveTheMaximumExitsTwoNamingBothFlags) {
-  TempDir dir;
-  const std::string lengths = dir.Write("b.txt", "100\n");
-  CliResult r = RunPlan({"simulate", "--lengths", lengths, "--dp", "65536", "--cp", "1",
-                         "--bucket-size", "26K", "--batch-size", "16777216"});
-  EXPECT_EQ(r.exit_code, kExitUsage);
-  EXPECT_NE(r.err.find("--dp x --batch-size = 1099511627776 sequences per step exceeds the "
-                       "maximum 16777216"),
-            std::string::npos)
-      << r.err;
+  const std::vector<std::string> common = {"--lengths", lengths, "--bucket-size", "26K"};
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"schedule", "--dp", "65536", "--cp", "65536"},
+       "--dp x --cp = 4294967296 ranks exceeds the maximum 65536"},
+      {{"schedule", "--dp", "65537", "--cp", "1"},
+       "--dp: expected an integer in [1, 65536] (got '65537')"},
+      {{"simulate", "--dp", "65536", "--cp", "1", "--batch-size", "16777216"},
+       "--dp x --batch-size = 1099511627776 sequences per step exceeds the maximum 16777216"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.insert(args.end(), common.begin(), common.end());
+    CliResult r = RunPlan(args);
+    EXPECT_EQ(r.exit_code, kExitUsage) << c.expected;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+  }
 }
 
 TEST(SkrullPlanSchedule, UnknownPolicyListsTheValidOnes) {
