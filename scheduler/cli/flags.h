@@ -68,10 +68,12 @@ struct Invocation {
 };
 
 // Parses argv[1..] (the program name excluded). `--help`/`-h` anywhere, or
-// `help [command]`, gives kHelp. Every problem is reported at once, one per
-// line, each naming the flag and the fix; the message ends with a pointer to
-// `--help`. Policy names are checked by the commands (they need the policy
-// registry), everything else here.
+// `help [command]`, gives kHelp. CLI11 splits the arguments (a flag without
+// its value or given twice is its error, alone); the values are then checked
+// here so that every problem (unknown flags, bad or missing values, size
+// products over their bound) is reported at once, one per line, each naming
+// the flag and the fix; the message ends with a pointer to `--help`. Policy names are checked by
+// the commands (they need the policy registry), everything else here.
 StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args);
 
 std::string TopLevelUsage();

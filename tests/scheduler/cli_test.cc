@@ -322,7 +322,14 @@ TEST(SkrullPlanFlags, BadFlagsExitTwoAndNameEveryProblem) {
 }
 
 TEST(SkrullPlanFlags, MissingValueAndUnknownCommandExitTwo) {
-  EXPECT_EQ(RunPlan({"schedule", "--lengths"}).exit_code, kExitUsage);
+  CliResult no_value = RunPlan({"schedule", "--lengths"});
+  EXPECT_EQ(no_value.exit_code, kExitUsage);
+  EXPECT_NE(no_value.err.find("--lengths: 1 required TEXT missing"), std::string::npos)
+      << no_value.err;  // CLI11's wording
+  CliResult twice = RunPlan({"schedule", "--dp", "1", "--dp", "2"});
+  EXPECT_EQ(twice.exit_code, kExitUsage);
+  EXPECT_NE(twice.err.find("--dp: At Most 1 required but received 2"), std::string::npos)
+      << twice.err;
   EXPECT_EQ(RunPlan({"plan"}).exit_code, kExitUsage);
   EXPECT_EQ(RunPlan({}).exit_code, kExitUsage);
   CliResult r = RunPlan({"simulate", "--lengths", "f", "--dp", "1", "--cp", "1", "--bucket-size",

@@ -359,6 +359,7 @@ TEST(Dataset, OptionsFromTheJobSpec) {
   EXPECT_EQ(o.over_length, OverLengthPolicy::kTruncate);
   EXPECT_EQ(o.malformed, MalformedPolicy::kSkip);
   EXPECT_EQ(o.vocab_size, 256);
+  EXPECT_EQ(o.max_line_bytes, kDefaultMaxLineBytes);  // 64 MiB, spec.data.maxLineBytes' default
 }
 
 }  // namespace
