@@ -88,6 +88,19 @@ TEST(HostileInput, EveryPolicyReturnsAnErrorOrAVerifiedPlan) {
   EXPECT_GT(errors, 0);
 }
 
+TEST(HostileInput, TheLimitsThemselvesArePlannedByEveryPolicy) {
+  const CostModel cost = testing::Qwen05Cost();
+  ScheduleOptions options;
+  options.topology = {static_cast<int>(kMaxWorldSize / 16), 16};
+  options.bucket_size_tokens = kMaxBucketSizeTokens;
+  const std::vector<Sequence> batch = testing::MakeBatch({kMaxSequenceTokens, 1, 26624});
+  for (Policy policy : AllPolicies()) {
+    auto plan = Schedule(policy, batch, options, cost);
+    ASSERT_TRUE(plan.ok()) << PolicyName(policy) << ": " << plan.status();
+    EXPECT_TRUE(VerifyPlan(*plan, batch).ok()) << PolicyName(policy);
+  }
+}
+
 TEST(HostileInput, LengthAboveTheMaximumIsInvalidArgumentForEveryPolicy) {
   const CostModel cost = testing::Qwen05Cost();
   ScheduleOptions options;
