@@ -5,72 +5,54 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "bench/length_samplers.h"
 #include "scheduler/cli/lengths_file.h"
 
-namespace {
-
-constexpr char kUsage[] =
-    "usage: bench_lengths --dataset NAME --n N [--seed S]   (lengths file on stdout)\n"
-    "       bench_lengths --list                            (datasets and their CDF knots)\n";
-
-int Fail(const std::string& message) {
-  std::cerr << "bench_lengths: " << message << "\n" << kUsage;
-  return 2;
-}
-
-bool ParseUint(const std::string& text, uint64_t* out) {
-  if (text.empty() || text.size() > 19) return false;
-  uint64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
-
-}  // namespace
+// Bounds --n so a typo cannot ask for terabytes.
+constexpr uint64_t kMaxLengths = uint64_t{1} << 27;
 
 int main(int argc, char** argv) {
   std::string dataset;
   uint64_t n = 0;
   uint64_t seed = 1;
-  bool have_n = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-    if (arg == "--list") {
-      for (const std::string& name : skrull::bench::DatasetNames()) {
-        auto s = skrull::bench::Dataset(name);
-        std::cout << name << ": " << s->description() << "\n  mean " << s->MeanTokens()
-                  << " tokens; knots (tokens: P(L < tokens)):";
-        for (const auto& k : s->knots()) std::cout << " " << k.length_tokens << ":" << k.cumulative;
-        std::cout << "\n";
-      }
-      return 0;
-    }
-    if (i + 1 >= argc) return Fail(arg + ": missing value");
-    std::string value = argv[++i];
-    if (arg == "--dataset") {
-      dataset = value;
-    } else if (arg == "--n") {
-      if (!ParseUint(value, &n) || n == 0) return Fail("--n: expected a positive integer");
-      have_n = true;
-    } else if (arg == "--seed") {
-      if (!ParseUint(value, &seed)) return Fail("--seed: expected a non-negative integer");
-    } else {
-      return Fail("unknown flag '" + arg + "'");
-    }
+  bool list = false;
+  CLI::App app{"bench_lengths: a skrull-plan lengths file sampled from a benchmark distribution"};
+  app.footer(
+      "usage: bench_lengths --dataset NAME --n N [--seed S]   (lengths file on stdout)\n"
+      "       bench_lengths --list                            (datasets and their CDF knots)");
+  app.add_flag("--list", list, "print the datasets and their CDF knots");
+  app.add_option("--dataset", dataset, "distribution to sample (required without --list)");
+  app.add_option("--n", n, "how many lengths (required without --list)")
+      ->check(CLI::Range(uint64_t{1}, kMaxLengths));
+  app.add_option("--seed", seed, "sampler seed");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help exits 0, bad flags 2
   }
-  if (dataset.empty()) return Fail("--dataset: required");
-  if (!have_n) return Fail("--n: required");
+  if (list) {
+    for (const std::string& name : skrull::bench::DatasetNames()) {
+      auto s = skrull::bench::Dataset(name);
+      std::cout << name << ": " << s->description() << "\n  mean " << s->MeanTokens()
+                << " tokens; knots (tokens: P(L < tokens)):";
+      for (const auto& k : s->knots()) std::cout << " " << k.length_tokens << ":" << k.cumulative;
+      std::cout << "\n";
+    }
+    return 0;
+  }
   auto sampler = skrull::bench::Dataset(dataset);
-  if (!sampler.ok()) return Fail("--dataset: " + sampler.status().message());
+  std::string problem = dataset.empty() ? "--dataset: required"
+                        : n == 0        ? "--n: required"
+                        : sampler.ok()  ? ""
+                                        : "--dataset: " + sampler.status().message();
+  if (!problem.empty()) {
+    std::cerr << "bench_lengths: " << problem << "\nRun with --help for more information.\n";
+    return 2;
+  }
   std::vector<int64_t> lengths = sampler->SampleMany(static_cast<int64_t>(n), seed);
   std::string text = skrull::scheduler::cli::FormatLengths(
       lengths, "dataset=" + dataset + " n=" + std::to_string(n) + " seed=" + std::to_string(seed) +

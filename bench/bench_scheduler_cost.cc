@@ -14,10 +14,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "bench/bench_util.h"
 #include "bench/length_samplers.h"
@@ -48,51 +51,6 @@ struct Flags {
   std::string only_dataset;  // empty = wikipedia and chatqa2
   std::string only_policy;   // empty = all (for profiling one policy)
 };
-
-[[noreturn]] void Usage(const std::string& problem) {
-  std::cerr << "bench_scheduler_cost: " << problem
-            << "\nusage: bench_scheduler_cost [--reps-small N] [--reps-large N] [--seed S]\n"
-               "                            [--case small|large] [--dataset NAME] [--policy P]\n";
-  std::exit(2);
-}
-
-Flags ParseFlags(int argc, char** argv) {
-  Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") Usage("help");
-    if (i + 1 >= argc) Usage(arg + ": missing value");
-    std::string v = argv[++i];
-    if (arg == "--case") {
-      if (v != "small" && v != "large") Usage("--case: small or large");
-      f.only_case = v;
-      continue;
-    }
-    if (arg == "--dataset") {
-      f.only_dataset = v;
-      continue;
-    }
-    if (arg == "--policy") {
-      if (!scheduler::ParsePolicy(v).ok()) Usage("--policy: unknown policy '" + v + "'");
-      f.only_policy = v;
-      continue;
-    }
-    char* end = nullptr;
-    long long x = std::strtoll(v.c_str(), &end, 10);
-    if (*end != '\0' || x < 0) Usage(arg + ": expected a non-negative integer");
-    if (arg == "--reps-small") {
-      f.reps_small = static_cast<int>(x);
-    } else if (arg == "--reps-large") {
-      f.reps_large = static_cast<int>(x);
-    } else if (arg == "--seed") {
-      f.seed = static_cast<uint64_t>(x);
-    } else {
-      Usage("unknown flag '" + arg + "'");
-    }
-  }
-  if (f.reps_small < 1 || f.reps_large < 1) Usage("--reps-*: must be >= 1");
-  return f;
-}
 
 double ThreadCpuMicros() {
   timespec ts{};
@@ -196,7 +154,28 @@ bool RunCase(const Case& c, const std::string& dataset_name, const Flags& flags)
 
 int main(int argc, char** argv) {
   using namespace skrull::bench;
-  const Flags flags = ParseFlags(argc, argv);
+  Flags flags;
+  CLI::App app{"bench_scheduler_cost: Schedule() wall-clock per global batch, every policy"};
+  app.add_option("--reps-small", flags.reps_small, "repetitions of the small case")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--reps-large", flags.reps_large, "repetitions of the large case")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--seed", flags.seed, "batch sampler seed");
+  app.add_option("--case", flags.only_case, "run only this case (default both)")
+      ->check(CLI::IsMember({"small", "large"}));
+  app.add_option("--dataset", flags.only_dataset,
+                 "run only this dataset (default wikipedia and chatqa2)");
+  app.add_option("--policy", flags.only_policy, "time only this policy (and cp-all, the baseline)")
+      ->check(
+          [](const std::string& v) {
+            return skrull::scheduler::ParsePolicy(v).ok() ? "" : "unknown policy '" + v + "'";
+          },
+          "a policy name");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help exits 0, bad flags 2
+  }
   std::printf(
       "bench_scheduler_cost: wall-clock time of Schedule() per global batch, one "
       "thread, qwen2.5-0.5b, BucketSize 26K = 26624 tokens (K = 1024)\n");

@@ -16,10 +16,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "bench/bench_util.h"
 #include "bench/length_samplers.h"
@@ -66,39 +69,6 @@ struct Flags {
   int64_t dataset_size = 100000;
   std::string only;  // "model/dataset" filter
 };
-
-[[noreturn]] void Usage(const std::string& problem) {
-  std::cerr << "bench_scheduler_policies: " << problem
-            << "\nusage: bench_scheduler_policies [--steps N] [--seed S] [--dataset-size N] "
-               "[--only MODEL/DATASET]\n";
-  std::exit(2);
-}
-
-Flags ParseFlags(int argc, char** argv) {
-  Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") Usage("help");
-    if (i + 1 >= argc) Usage(arg + ": missing value");
-    std::string v = argv[++i];
-    char* end = nullptr;
-    if (arg == "--steps") {
-      f.steps = static_cast<int>(std::strtol(v.c_str(), &end, 10));
-      if (*end != '\0' || f.steps < 1) Usage("--steps: expected a positive integer");
-    } else if (arg == "--seed") {
-      f.seed = std::strtoull(v.c_str(), &end, 10);
-      if (*end != '\0') Usage("--seed: expected a non-negative integer");
-    } else if (arg == "--dataset-size") {
-      f.dataset_size = std::strtoll(v.c_str(), &end, 10);
-      if (*end != '\0' || f.dataset_size < 1) Usage("--dataset-size: expected a positive integer");
-    } else if (arg == "--only") {
-      f.only = v;
-    } else {
-      Usage("unknown flag '" + arg + "'");
-    }
-  }
-  return f;
-}
 
 struct Result {
   std::map<std::string, double> mean_seconds;  // by policy name
@@ -248,7 +218,20 @@ Result RunSetting(const Setting& s, const Flags& flags) {
 
 int main(int argc, char** argv) {
   using namespace skrull::bench;
-  const Flags flags = ParseFlags(argc, argv);
+  Flags flags;
+  CLI::App app{
+      "bench_scheduler_policies: simulated iteration time of every policy, paper settings"};
+  app.add_option("--steps", flags.steps, "global batches per setting")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--seed", flags.seed, "sampler seed");
+  app.add_option("--dataset-size", flags.dataset_size, "lengths sampled per dataset")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 27));
+  app.add_option("--only", flags.only, "run only this MODEL/DATASET setting");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help exits 0, bad flags 2
+  }
   std::printf(
       "bench_scheduler_policies: simulated (cost model + H100 profile from published "
       "figures), K = 1024 tokens, steps %d, seed %llu, dataset size %lld\n",

@@ -1,8 +1,10 @@
 #include "scheduler/model_config.h"
 
-#include <nlohmann/json.hpp>
+#include <cstdio>
 #include <sstream>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace skrull::scheduler {
 namespace {
@@ -10,6 +12,10 @@ namespace {
 using nlohmann::json;
 
 // Collects every problem in one config so the user fixes them in one pass.
+// Largest parameter count a config may describe (about 1.1e15), so every
+// size formed from it stays inside int64.
+constexpr double kMaxModelParameters = 1125899906842624.0;  // 2^50
+
 class FieldErrors {
  public:
   explicit FieldErrors(std::string origin) : origin_(std::move(origin)) {}
@@ -104,6 +110,25 @@ void ReadRopeScaling(const json& j, RopeScaling* out, FieldErrors* errors) {
   }
 }
 
+// The parameter count in T: double to bound it before int64 is used.
+template <typename T>
+T ParameterCount(const ModelConfig& c) {
+  const T h = static_cast<T>(c.hidden_size);
+  const T q = static_cast<T>(c.num_attention_heads) * static_cast<T>(c.head_dim);
+  const T kv = static_cast<T>(c.num_key_value_heads) * static_cast<T>(c.head_dim);
+  T attention = h * q + 2 * h * kv + q * h;
+  if (c.attention_bias) {
+    attention += q + 2 * kv;
+    // Llama's attention_bias also covers o_proj; Qwen2 biases only Q, K, V.
+    if (c.model_type == "llama") attention += h;
+  }
+  const T mlp = 3 * h * static_cast<T>(c.intermediate_size);
+  const T norms = 2 * h;
+  const T embeddings = static_cast<T>(c.vocab_size) * h;
+  const T lm_head = c.tie_word_embeddings ? 0 : embeddings;
+  return static_cast<T>(c.num_hidden_layers) * (attention + mlp + norms) + h + embeddings + lm_head;
+}
+
 void Validate(const ModelConfig& c, FieldErrors* errors) {
   auto positive = [&](const char* field, int64_t v) {
     if (v <= 0) errors->Add(field, "must be > 0 (got " + std::to_string(v) + ")");
@@ -122,6 +147,17 @@ void Validate(const ModelConfig& c, FieldErrors* errors) {
                                            std::to_string(c.num_attention_heads) + " heads, got " +
                                            std::to_string(c.num_key_value_heads) + ")");
   }
+  // Every size the cost model forms from the config must fit int64.
+  const bool dims_positive = c.hidden_size > 0 && c.num_hidden_layers > 0 &&
+                             c.num_attention_heads > 0 && c.num_key_value_heads > 0 &&
+                             c.head_dim > 0 && c.intermediate_size > 0 && c.vocab_size > 0;
+  if (dims_positive && ParameterCount<double>(c) > kMaxModelParameters) {
+    char count[32];
+    std::snprintf(count, sizeof(count), "%.3g", ParameterCount<double>(c));
+    errors->Add("hidden_size", std::string("with intermediate_size, num_hidden_layers, heads and "
+                                           "vocab_size it describes ") +
+                                   count + " parameters, over the maximum 2^50; check the sizes");
+  }
   // Negated so NaN fails too.
   if (!(c.rms_norm_eps > 0)) errors->Add("rms_norm_eps", "must be > 0");
   if (!(c.rope_theta > 0)) errors->Add("rope_theta", "must be > 0");
@@ -138,22 +174,7 @@ Status ValidateModelConfig(const ModelConfig& config, const std::string& origin)
   return errors.empty() ? OkStatus() : errors.ToStatus();
 }
 
-int64_t ModelConfig::NumParameters() const {
-  const int64_t h = hidden_size;
-  const int64_t q = QDim();
-  const int64_t kv = KvDim();
-  int64_t attention = h * q + 2 * h * kv + q * h;
-  if (attention_bias) {
-    attention += q + 2 * kv;
-    // Llama's attention_bias also covers o_proj; Qwen2 biases only Q, K, V.
-    if (model_type == "llama") attention += h;
-  }
-  const int64_t mlp = 3 * h * intermediate_size;
-  const int64_t norms = 2 * h;
-  const int64_t embeddings = vocab_size * h;
-  const int64_t lm_head = tie_word_embeddings ? 0 : vocab_size * h;
-  return num_hidden_layers * (attention + mlp + norms) + h + embeddings + lm_head;
-}
+int64_t ModelConfig::NumParameters() const { return ParameterCount<int64_t>(*this); }
 
 StatusOr<ModelConfig> ParseHfConfigJson(const std::string& json_text, const std::string& origin) {
   json j;

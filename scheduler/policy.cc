@@ -4,6 +4,7 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "scheduler/checked_math.h"
 #include "scheduler/gds.h"
 #include "scheduler/packing.h"
 
@@ -21,18 +22,9 @@ std::string ValidNames() {
 
 Status Validate(const std::vector<Sequence>& batch, const ScheduleOptions& options) {
   std::vector<std::string> problems;
-  if (options.bucket_size_tokens <= 0) {
-    problems.push_back("bucket_size_tokens: must be > 0 (got " +
-                       std::to_string(options.bucket_size_tokens) + ")");
-  }
-  if (options.topology.dp < 1) {
-    problems.push_back("topology.dp: must be >= 1 (got " + std::to_string(options.topology.dp) +
-                       ")");
-  }
-  if (options.topology.cp < 1) {
-    problems.push_back("topology.cp: must be >= 1 (got " + std::to_string(options.topology.cp) +
-                       ")");
-  }
+  problems = LayoutProblems(options.topology, options.bucket_size_tokens);
+  int64_t total_tokens = 0;
+  bool total_ok = true;
   std::unordered_map<int64_t, size_t> first_index;
   for (size_t i = 0; i < batch.size(); ++i) {
     const std::string where =
@@ -40,6 +32,11 @@ Status Validate(const std::vector<Sequence>& batch, const ScheduleOptions& optio
     if (batch[i].length <= 0) {
       problems.push_back(where + ": length must be > 0 (got " + std::to_string(batch[i].length) +
                          ")");
+    } else if (batch[i].length > kMaxSequenceTokens) {
+      problems.push_back(where + ": length must be <= " + std::to_string(kMaxSequenceTokens) +
+                         " (got " + std::to_string(batch[i].length) + ")");
+    } else {
+      total_ok = total_ok && CheckedAdd(total_tokens, batch[i].length, &total_tokens);
     }
     auto [it, inserted] = first_index.emplace(batch[i].id, i);
     if (!inserted) {
@@ -47,6 +44,7 @@ Status Validate(const std::vector<Sequence>& batch, const ScheduleOptions& optio
                          std::to_string(it->second) + "]");
     }
   }
+  if (!total_ok) problems.push_back("global_batch: its total token count overflows int64");
   if (!problems.empty()) {
     std::string message = "invalid schedule input: ";
     for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
@@ -116,6 +114,27 @@ void BalancedCp(const std::vector<Sequence>& batch, const CostModel& cost, Plan&
 }
 
 }  // namespace
+
+std::vector<std::string> LayoutProblems(const Topology& topology, int64_t bucket_size_tokens) {
+  std::vector<std::string> problems;
+  const int64_t bucket = bucket_size_tokens;
+  if (bucket <= 0) {
+    problems.push_back("bucket_size_tokens: must be > 0 (got " + std::to_string(bucket) + ")");
+  } else if (bucket > kMaxBucketSizeTokens) {
+    problems.push_back("bucket_size_tokens: must be <= " + std::to_string(kMaxBucketSizeTokens) +
+                       " (got " + std::to_string(bucket) + ")");
+  }
+  const int dp = topology.dp;
+  const int cp = topology.cp;
+  if (dp < 1) problems.push_back("topology.dp: must be >= 1 (got " + std::to_string(dp) + ")");
+  if (cp < 1) problems.push_back("topology.cp: must be >= 1 (got " + std::to_string(cp) + ")");
+  int64_t world = 0;
+  if (dp >= 1 && cp >= 1 && !MulAtMost(dp, cp, kMaxWorldSize, &world)) {
+    problems.push_back("topology: dp x cp = " + std::to_string(int64_t{dp} * cp) +
+                       " ranks exceeds the maximum " + std::to_string(kMaxWorldSize));
+  }
+  return problems;
+}
 
 const char* PolicyName(Policy policy) {
   switch (policy) {

@@ -20,6 +20,7 @@
 #ifndef SKRULL_SCHEDULER_POLICY_H_
 #define SKRULL_SCHEDULER_POLICY_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,14 @@ StatusOr<Policy> ParsePolicy(const std::string& name);
 // Every policy, in enum order.
 std::vector<Policy> AllPolicies();
 
+// The largest inputs Schedule (and Simulate) accept; larger ones are
+// InvalidArgument. They keep every product the scheduler forms (BucketSize x
+// CP, a batch's token sum) inside int64 and its per-rank tables (dp x cp x
+// micro-batches) in memory. docs/scheduler.md lists them.
+inline constexpr int64_t kMaxSequenceTokens = int64_t{1} << 40;    // 1,099,511,627,776
+inline constexpr int64_t kMaxBucketSizeTokens = int64_t{1} << 40;  // tokens per rank
+inline constexpr int64_t kMaxWorldSize = int64_t{1} << 16;         // dp x cp ranks: 65,536
+
 struct ScheduleOptions {
   Topology topology;
   int64_t bucket_size_tokens = 0;  // C: most tokens one CP rank may hold
@@ -47,11 +56,18 @@ struct ScheduleOptions {
   const HardwareProfile* hardware = nullptr;
 };
 
+// What is wrong with a layout against the limits above ("topology: dp x cp =
+// 4294967296 ranks exceeds the maximum 65536", bucket_size_tokens out of
+// range, dp or cp < 1); empty when it is fine. Shared by Schedule and Simulate.
+std::vector<std::string> LayoutProblems(const Topology& topology, int64_t bucket_size_tokens);
+
 // Schedules one global batch. Deterministic: the same inputs give the same
 // plan (schedule_seconds aside) on every rank.
 // Errors:
-//   InvalidArgument     bucket_size_tokens <= 0, dp or cp < 1, a length <= 0,
-//                       duplicate ids.
+//   InvalidArgument     bucket_size_tokens <= 0 or > kMaxBucketSizeTokens, dp or
+//                       cp < 1, dp x cp > kMaxWorldSize, a length <= 0 or >
+//                       kMaxSequenceTokens, duplicate ids, a token sum over
+//                       int64.
 //   FailedPrecondition  a sequence longer than bucket_size_tokens x cp; the
 //                       message names its id and length, the smallest CP that
 //                       fits it at this BucketSize and the smallest BucketSize
@@ -59,8 +75,11 @@ struct ScheduleOptions {
 StatusOr<Plan> Schedule(Policy policy, const std::vector<Sequence>& global_batch,
                         const ScheduleOptions& options, const CostModel& cost);
 
-// Tokens a distributed sequence of `length` costs on each of `cp` ranks.
-inline int64_t ShardTokens(int64_t length, int cp) { return (length + cp - 1) / cp; }
+// Tokens a distributed sequence of `length` costs on each of `cp` ranks:
+// ceil(length / cp), without overflow for any length >= 0. REQUIRES: cp >= 1.
+inline int64_t ShardTokens(int64_t length, int cp) {
+  return length / cp + (length % cp != 0 ? 1 : 0);
+}
 
 }  // namespace skrull::scheduler
 

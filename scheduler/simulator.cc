@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "scheduler/checked_math.h"
+
 namespace skrull::scheduler {
 namespace {
 
@@ -161,19 +163,26 @@ IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const Hardwa
 StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
                                     const SimulationOptions& options, const CostModel& cost,
                                     const HardwareProfile& hw) {
-  std::vector<std::string> problems;
+  std::vector<std::string> problems = LayoutProblems(options.topology, options.bucket_size_tokens);
   if (dataset_lengths.empty()) problems.push_back("dataset: no sequence lengths");
   for (size_t i = 0; i < dataset_lengths.size(); ++i) {
-    if (dataset_lengths[i] <= 0) {
-      problems.push_back("dataset[" + std::to_string(i) + "]: length must be > 0 (got " +
-                         std::to_string(dataset_lengths[i]) + ")");
+    const int64_t length = dataset_lengths[i];
+    if (length <= 0 || length > kMaxSequenceTokens) {
+      problems.push_back("dataset[" + std::to_string(i) + "]: length must be " +
+                         (length <= 0 ? "> 0" : "<= " + std::to_string(kMaxSequenceTokens)) +
+                         " (got " + std::to_string(length) + ")");
       break;
     }
   }
-  if (options.topology.dp < 1) problems.push_back("dp: must be >= 1");
-  if (options.topology.cp < 1) problems.push_back("cp: must be >= 1");
-  if (options.bucket_size_tokens <= 0) problems.push_back("bucket_size_tokens: must be > 0");
-  if (options.batch_size < 1) problems.push_back("batch_size: must be >= 1");
+  int64_t batch_sequences = 0;
+  if (options.batch_size < 1) {
+    problems.push_back("batch_size: must be >= 1");
+  } else if (options.topology.dp >= 1 && !MulAtMost(options.topology.dp, options.batch_size,
+                                                    kMaxGlobalBatchSequences, &batch_sequences)) {
+    problems.push_back(
+        "dp x batch_size = " + std::to_string(int64_t{options.topology.dp} * options.batch_size) +
+        " sequences per step exceeds the maximum " + std::to_string(kMaxGlobalBatchSequences));
+  }
   if (options.steps < 1) problems.push_back("steps: must be >= 1");
   if (!problems.empty()) {
     std::string message = "simulation options:";
@@ -181,7 +190,6 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
     return InvalidArgumentError(message);
   }
   const std::vector<Policy> policies = options.policies.empty() ? AllPolicies() : options.policies;
-  const int dp = options.topology.dp;
   const int cp = options.topology.cp;
   const double world = options.topology.WorldSize();
   ScheduleOptions schedule_options;
@@ -198,9 +206,8 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
   report.steps = options.steps;
   std::mt19937_64 rng(options.seed);
   std::uniform_int_distribution<size_t> pick(0, dataset_lengths.size() - 1);
-  const size_t batch_sequences = static_cast<size_t>(dp) * options.batch_size;
   for (int step = 0; step < options.steps; ++step) {
-    std::vector<Sequence> batch(batch_sequences);
+    std::vector<Sequence> batch(static_cast<size_t>(batch_sequences));
     double batch_tokens = 0, batch_flops = 0, longest_flops = 0;
     for (size_t k = 0; k < batch.size(); ++k) {
       batch[k] = {static_cast<int64_t>(k), dataset_lengths[pick(rng)]};

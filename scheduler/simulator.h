@@ -121,6 +121,9 @@ struct PolicyStats {
   double mean_schedule_seconds = 0;  // wall time of Schedule()
 };
 
+// Most sequences one simulated global batch (dp x batch_size) may hold.
+inline constexpr int64_t kMaxGlobalBatchSequences = int64_t{1} << 24;  // 16,777,216
+
 struct SimulationOptions {
   Topology topology;
   int64_t bucket_size_tokens = 0;
@@ -140,7 +143,8 @@ struct SimulationReport {
 
 // Samples `steps` global batches of dp x batch_size sequences uniformly (with
 // replacement) from `dataset_lengths` with std::mt19937_64(seed); every
-// policy sees the same batches. Errors: empty dataset, bad options, or a
+// policy sees the same batches. Errors: empty dataset, bad options (the
+// limits of policy.h, dp x batch_size over kMaxGlobalBatchSequences), or a
 // policy's Schedule error (prefixed with the policy name and step).
 StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
                                     const SimulationOptions& options, const CostModel& cost,

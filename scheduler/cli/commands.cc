@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "scheduler/checked_math.h"
 #include "scheduler/cli/lengths_file.h"
 #include "scheduler/cli/timeline.h"
 #include "scheduler/cli/timeline_svg.h"
@@ -291,7 +292,10 @@ Status RunSimulate(const SimulateFlags& flags, std::ostream& out) {
     for (const Status& e : errors) message += (message.empty() ? "" : "\n") + e.message();
     return Status(errors.front().code(), message);
   }
-  const int64_t capacity = c.bucket_size_tokens * c.topology.cp;
+  int64_t capacity = 0;
+  if (!CheckedMul(c.bucket_size_tokens, c.topology.cp, &capacity)) {
+    return InvalidArgumentError("--bucket-size x --cp overflows int64; lower either");
+  }
   for (size_t i = 0; i < lengths->size(); ++i) {
     if ((*lengths)[i] > capacity) {
       return FailedPreconditionError(

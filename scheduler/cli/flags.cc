@@ -3,9 +3,12 @@
 #include <cctype>
 #include <limits>
 #include <map>
-#include <set>
 
+#include <CLI/CLI.hpp>
+
+#include "scheduler/checked_math.h"
 #include "scheduler/policy.h"
+#include "scheduler/simulator.h"
 
 namespace skrull::scheduler::cli {
 namespace {
@@ -29,8 +32,6 @@ std::string PolicyListHelp() {
   for (Policy p : AllPolicies()) names += (names.empty() ? "" : ", ") + std::string(PolicyName(p));
   return "                       policies: " + names + "\n";
 }
-
-bool IsFlag(const std::string& arg) { return arg.size() > 1 && arg[0] == '-'; }
 
 StatusOr<int64_t> ParseInt64(const std::string& flag, const std::string& text, int64_t min,
                              int64_t max) {
@@ -70,54 +71,48 @@ std::vector<std::string> SplitCommaList(const std::string& text) {
   return out;
 }
 
-// Splits `args` into flag -> value for the flags in `known`. Boolean flags
-// are not needed by this tool; every flag takes a value.
-void CollectFlags(const std::vector<std::string>& args, size_t first,
-                  const std::set<std::string>& known, std::map<std::string, std::string>* values,
-                  std::vector<std::string>* errors) {
-  for (size_t i = first; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (!IsFlag(arg)) {
-      errors->push_back("unexpected argument '" + arg +
-                        "'; flags look like --name VALUE (see --help)");
-      continue;
-    }
-    std::string name = arg;
-    std::string value;
-    bool has_value = false;
-    size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    if (name.rfind("--", 0) != 0) {
-      errors->push_back("unknown flag '" + arg + "'; flags start with '--' (see --help)");
-      continue;
-    }
-    if (known.count(name) == 0) {
-      errors->push_back("unknown flag '" + name + "' (see --help for the list)");
-      if (!has_value && i + 1 < args.size() && !IsFlag(args[i + 1])) ++i;  // skip its value
-      continue;
-    }
-    if (!has_value) {
-      if (i + 1 >= args.size() || (IsFlag(args[i + 1]) && args[i + 1] != "-")) {
-        errors->push_back(name + ": missing value (write " + name + " VALUE)");
-        continue;
-      }
-      value = args[++i];
-    }
-    if (values->count(name) != 0) {
-      errors->push_back(name + ": given twice ('" + (*values)[name] + "' and '" + value +
-                        "'); give it once");
-      continue;
-    }
-    (*values)[name] = value;
+// The flags given, by name ("--dp") -> value, as CLI11 parsed them.
+using FlagValues = std::map<std::string, std::string>;
+
+// Parses args[1..] with CLI11 into `values` for the flags in `names`.
+// Unknown flags and stray arguments are appended to `errors`, so they are
+// reported with the value problems; CLI11's own errors (a flag without its
+// value, a flag given twice) are returned.
+Status CollectFlags(const std::vector<std::string>& args, const std::string& command,
+                    const std::vector<std::string>& names, FlagValues* values,
+                    std::vector<std::string>* errors) {
+  CLI::App app{"skrull-plan " + command, "skrull-plan " + command};
+  app.set_help_flag();  // --help is answered before parsing, with the usage text
+  app.allow_extras();
+  std::vector<std::string> raw(names.size());
+  std::vector<CLI::Option*> options;
+  for (size_t i = 0; i < names.size(); ++i) options.push_back(app.add_option(names[i], raw[i]));
+  std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 pops from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgumentError(e.what());
   }
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (options[i]->count() > 0) (*values)[names[i]] = raw[i];
+  }
+  bool after_unknown_flag = false;
+  for (const std::string& extra : app.remaining()) {
+    if (extra.size() > 1 && extra[0] == '-') {
+      errors->push_back("unknown flag '" + extra.substr(0, extra.find('=')) +
+                        "' (see --help for the list)");
+      after_unknown_flag = extra.find('=') == std::string::npos;
+    } else if (!after_unknown_flag) {  // else: the unknown flag's value
+      errors->push_back("unexpected argument '" + extra +
+                        "'; flags look like --name VALUE (see --help)");
+    } else {
+      after_unknown_flag = false;
+    }
+  }
+  return OkStatus();
 }
 
-void ParseCommon(std::map<std::string, std::string>& v, CommonFlags* out,
-                 std::vector<std::string>* errors) {
+void ParseCommon(FlagValues& v, CommonFlags* out, std::vector<std::string>* errors) {
   auto required = [&](const std::string& name, const std::string& example) -> bool {
     if (v.count(name)) return true;
     errors->push_back(name + ": required (e.g. " + name + " " + example + ")");
@@ -128,7 +123,7 @@ void ParseCommon(std::map<std::string, std::string>& v, CommonFlags* out,
     if (out->lengths_path.empty()) errors->push_back("--lengths: empty path");
   }
   if (required("--dp", "4")) {
-    auto dp = ParseInt64("--dp", v["--dp"], 1, 1 << 20);
+    auto dp = ParseInt64("--dp", v["--dp"], 1, kMaxWorldSize);
     if (dp.ok()) {
       out->topology.dp = static_cast<int>(*dp);
     } else {
@@ -136,12 +131,18 @@ void ParseCommon(std::map<std::string, std::string>& v, CommonFlags* out,
     }
   }
   if (required("--cp", "8")) {
-    auto cp = ParseInt64("--cp", v["--cp"], 1, 1 << 16);
+    auto cp = ParseInt64("--cp", v["--cp"], 1, kMaxWorldSize);
     if (cp.ok()) {
       out->topology.cp = static_cast<int>(*cp);
     } else {
       errors->push_back(cp.status().message());
     }
+  }
+  int64_t world = 0;
+  if (!MulAtMost(out->topology.dp, out->topology.cp, kMaxWorldSize, &world)) {
+    errors->push_back(
+        "--dp x --cp = " + std::to_string(int64_t{out->topology.dp} * out->topology.cp) +
+        " ranks exceeds the maximum " + std::to_string(kMaxWorldSize) + "; lower --dp or --cp");
   }
   if (required("--bucket-size", "26K")) {
     auto bucket = ParseTokenCount("--bucket-size", v["--bucket-size"]);
@@ -175,10 +176,9 @@ void ParseCommon(std::map<std::string, std::string>& v, CommonFlags* out,
   }
 }
 
-const std::set<std::string>& CommonFlagNames() {
-  static const std::set<std::string> names = {
-      "--lengths", "--dp", "--cp", "--bucket-size", "--model", "--hardware", "--format", "--svg"};
-  return names;
+std::vector<std::string> CommonFlagNames() {
+  return {"--lengths", "--dp",       "--cp",     "--bucket-size",
+          "--model",   "--hardware", "--format", "--svg"};
 }
 
 Status JoinErrors(const std::vector<std::string>& errors, const std::string& command) {
@@ -199,8 +199,7 @@ StatusOr<int64_t> ParseTokenCount(const std::string& flag, const std::string& te
     if (suffix == 'M') multiplier = 1024 * 1024;
     if (multiplier != 1) digits.pop_back();
   }
-  constexpr int64_t kMax = int64_t{1} << 40;
-  auto value = ParseInt64(flag, digits, 1, kMax / multiplier);
+  auto value = ParseInt64(flag, digits, 1, kMaxBucketSizeTokens / multiplier);
   if (!value.ok()) {
     return InvalidArgumentError(flag + ": expected a positive token count such as 26624 or 26K " +
                                 "(K = 1024) (got '" + text + "')");
@@ -302,15 +301,18 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
     return inv;
   }
 
-  std::set<std::string> known = CommonFlagNames();
+  std::vector<std::string> known = CommonFlagNames();
   if (command == "schedule") {
-    known.insert("--policy");
+    known.push_back("--policy");
   } else {
-    for (const char* name : {"--batch-size", "--steps", "--seed", "--policies"}) known.insert(name);
+    for (const char* name : {"--batch-size", "--steps", "--seed", "--policies"}) {
+      known.push_back(name);
+    }
   }
-  std::map<std::string, std::string> values;
+  FlagValues values;
   std::vector<std::string> errors;
-  CollectFlags(args, 1, known, &values, &errors);
+  Status parsed = CollectFlags(args, command, known, &values, &errors);
+  if (!parsed.ok()) return JoinErrors({parsed.message()}, command);
 
   if (command == "schedule") {
     inv.command = Command::kSchedule;
@@ -324,8 +326,13 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
     SimulateFlags& sim = inv.simulate;
     ParseCommon(values, &sim.common, &errors);
     if (values.count("--batch-size")) {
-      auto b = ParseInt64("--batch-size", values["--batch-size"], 1, 1 << 24);
-      if (b.ok()) {
+      auto b = ParseInt64("--batch-size", values["--batch-size"], 1, kMaxGlobalBatchSequences);
+      int64_t global = 0;
+      if (b.ok() && !MulAtMost(sim.common.topology.dp, *b, kMaxGlobalBatchSequences, &global)) {
+        errors.push_back("--dp x --batch-size = " + std::to_string(sim.common.topology.dp * *b) +
+                         " sequences per step exceeds the maximum " +
+                         std::to_string(kMaxGlobalBatchSequences) + "; lower --dp or --batch-size");
+      } else if (b.ok()) {
         sim.batch_size = static_cast<int>(*b);
       } else {
         errors.push_back(b.status().message());

@@ -8,9 +8,13 @@
 //                        [--model ...] [--hardware FILE] [--format text|json]
 //                        [--svg OUT]
 //
-// Flags take their value as the next argument or after '=' (`--dp 4`,
-// `--dp=4`). Token counts accept a K (x1024) or M (x1024^2) suffix: `26K` is
-// 26624 tokens. Parsing is pure (no I/O); files are opened by the commands.
+// Flags are read with CLI11 and take their value as the next argument or
+// after '=' (`--dp 4`, `--dp=4`). Token counts accept a K (x1024) or M
+// (x1024^2) suffix: `26K` is 26624 tokens. Sizes are bounded (policy.h,
+// simulator.h): --dp x --cp <= kMaxWorldSize ranks, --bucket-size <=
+// kMaxBucketSizeTokens, --dp x --batch-size <= kMaxGlobalBatchSequences; a
+// product over its bound is an error naming both flags. Parsing is pure (no
+// I/O); files are opened by the commands.
 #ifndef SKRULL_SCHEDULER_CLI_FLAGS_H_
 #define SKRULL_SCHEDULER_CLI_FLAGS_H_
 
@@ -64,10 +68,12 @@ struct Invocation {
 };
 
 // Parses argv[1..] (the program name excluded). `--help`/`-h` anywhere, or
-// `help [command]`, gives kHelp. Every problem is reported at once, one per
-// line, each naming the flag and the fix; the message ends with a pointer to
-// `--help`. Policy names are checked by the commands (they need the policy
-// registry), everything else here.
+// `help [command]`, gives kHelp. CLI11 splits the arguments (a flag without
+// its value or given twice is its error, alone); the values are then checked
+// here so that every problem (unknown flags, bad or missing values, size
+// products over their bound) is reported at once, one per line, each naming
+// the flag and the fix; the message ends with a pointer to `--help`. Policy names are checked by
+// the commands (they need the policy registry), everything else here.
 StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args);
 
 std::string TopLevelUsage();

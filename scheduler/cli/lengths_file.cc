@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/file_util.h"
+#include "scheduler/policy.h"
 
 namespace skrull::scheduler::cli {
 namespace {
@@ -31,6 +32,10 @@ std::string ParsePositiveInt(const std::string& field, int64_t* out) {
     value = value * 10 + digit;
   }
   if (value <= 0) return "length must be > 0";
+  if (value > kMaxSequenceTokens) {
+    return "length exceeds the scheduler's maximum of " + std::to_string(kMaxSequenceTokens) +
+           " tokens";
+  }
   *out = value;
   return "";
 }

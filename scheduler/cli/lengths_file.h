@@ -1,9 +1,10 @@
 // Sequence-length files: the input format of `skrull-plan`.
 //
-// One length (a positive integer token count) per line. Blank lines and lines
-// whose first non-space character is '#' are ignored; a trailing '# comment'
-// after a number is allowed too. The i-th data line (0-based, counting only
-// data lines) is the sequence with id i. Example:
+// One length (a positive integer token count, at most kMaxSequenceTokens of
+// policy.h) per line. Blank lines and lines whose first non-space character
+// is '#' are ignored; a trailing '# comment' after a number is allowed too.
+// The i-th data line (0-based, counting only data lines) is the sequence with
+// id i. Example:
 //   # one global batch, DP=4 x 64
 //   812
 //   30517   # a long one

@@ -235,6 +235,52 @@ TEST(SkrullPlanSchedule, SequenceLongerThanCpTimesBucketExitsTwo) {
   EXPECT_NE(r.err.find(lengths), std::string::npos) << r.err;
 }
 
+// Issue 17, defect 5: a length of 2^63-1 used to overflow ShardTokens, abort
+// skrull/round-robin/skrull-paper and print negative token counts with exit 0
+// for cp-all/sorted/balanced-cp.
+TEST(SkrullPlanSchedule, LengthAboveTheMaximumExitsTwoForEveryPolicy) {
+  TempDir dir;
+  for (const char* huge : {"9223372036854775807", "1099511627777"}) {
+    const std::string lengths = dir.Write("huge.txt", std::string("100\n") + huge + "\n");
+    for (Policy policy : AllPolicies()) {
+      CliResult r = RunPlan({"schedule", "--lengths", lengths, "--dp", "2", "--cp", "4",
+                             "--bucket-size", "26K", "--policy", PolicyName(policy)});
+      EXPECT_EQ(r.exit_code, kExitUsage) << PolicyName(policy) << " " << huge << ": " << r.out;
+      EXPECT_NE(r.err.find(lengths + ":2: length exceeds the scheduler's maximum of "
+                                     "1099511627776 tokens"),
+                std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.out.find('-'), std::string::npos) << "no negative token counts: " << r.out;
+    }
+  }
+}
+
+// `--dp 65536 --cp 65536` used to abort on std::bad_alloc.
+TEST(SkrullPlanFlags, SizeProductsAboveTheirMaximumExitTwoNamingTheFlags) {
+  TempDir dir;
+  const std::string lengths = dir.Write("b.txt", "100\n");
+  const std::vector<std::string> common = {"--lengths", lengths, "--bucket-size", "26K"};
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"schedule", "--dp", "65536", "--cp", "65536"},
+       "--dp x --cp = 4294967296 ranks exceeds the maximum 65536"},
+      {{"schedule", "--dp", "65537", "--cp", "1"},
+       "--dp: expected an integer in [1, 65536] (got '65537')"},
+      {{"simulate", "--dp", "65536", "--cp", "1", "--batch-size", "16777216"},
+       "--dp x --batch-size = 1099511627776 sequences per step exceeds the maximum 16777216"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.insert(args.end(), common.begin(), common.end());
+    CliResult r = RunPlan(args);
+    EXPECT_EQ(r.exit_code, kExitUsage) << c.expected;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+  }
+}
+
 TEST(SkrullPlanSchedule, UnknownPolicyListsTheValidOnes) {
   TempDir dir;
   const std::string lengths = dir.Write("b.txt", "100\n");
@@ -276,7 +322,14 @@ TEST(SkrullPlanFlags, BadFlagsExitTwoAndNameEveryProblem) {
 }
 
 TEST(SkrullPlanFlags, MissingValueAndUnknownCommandExitTwo) {
-  EXPECT_EQ(RunPlan({"schedule", "--lengths"}).exit_code, kExitUsage);
+  CliResult no_value = RunPlan({"schedule", "--lengths"});
+  EXPECT_EQ(no_value.exit_code, kExitUsage);
+  EXPECT_NE(no_value.err.find("--lengths: 1 required TEXT missing"), std::string::npos)
+      << no_value.err;  // CLI11's wording
+  CliResult twice = RunPlan({"schedule", "--dp", "1", "--dp", "2"});
+  EXPECT_EQ(twice.exit_code, kExitUsage);
+  EXPECT_NE(twice.err.find("--dp: At Most 1 required but received 2"), std::string::npos)
+      << twice.err;
   EXPECT_EQ(RunPlan({"plan"}).exit_code, kExitUsage);
   EXPECT_EQ(RunPlan({}).exit_code, kExitUsage);
   CliResult r = RunPlan({"simulate", "--lengths", "f", "--dp", "1", "--cp", "1", "--bucket-size",

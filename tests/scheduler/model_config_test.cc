@@ -130,6 +130,21 @@ TEST(ModelConfig, RejectsKvHeadsThatDoNotDivideHeads) {
       << c.status();
 }
 
+// Issue 17, defect 5: sizes from a config used to overflow NumParameters
+// (negative or wrapped memory figures, a 0 ms gradient all-reduce).
+TEST(ModelConfig, RejectsSizesWhoseParameterCountOverflows) {
+  auto c = ParseHfConfigJson(R"({"model_type": "qwen2", "hidden_size": 1099511627776000,
+      "num_hidden_layers": 24, "num_attention_heads": 8, "num_key_value_heads": 2,
+      "intermediate_size": 4864, "vocab_size": 151936, "max_position_embeddings": 1024})",
+                             "cfg.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("cfg.json: invalid model config (1 problem): hidden_size: "),
+            std::string::npos)
+      << c.status();
+  EXPECT_NE(c.status().message().find("parameters, over the maximum 2^50"), std::string::npos)
+      << c.status();
+}
+
 TEST(ModelConfig, RejectsHiddenSizeNotDivisibleByHeadsWithoutHeadDim) {
   auto c = ParseHfConfigJson(R"({"model_type": "llama", "hidden_size": 100, "num_hidden_layers": 2,
       "num_attention_heads": 3, "intermediate_size": 64, "vocab_size": 10,

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/trainer/data_test_util.h"
 #include "trainer/data/byte_tokenizer.h"
 
 namespace skrull::data {
@@ -19,35 +20,6 @@ using api::MalformedPolicy;
 using api::OverLengthPolicy;
 using Ids = std::vector<int32_t>;
 constexpr int32_t M = kIgnoreIndex;
-
-#define EXPECT_HAS(haystack, needle) \
-  EXPECT_NE((haystack).find(needle), std::string::npos) << "message: " << (haystack)
-
-std::string TempDir() {
-  auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = std::filesystem::temp_directory_path() /
-             ("skrull_data_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-              std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-// Writes `contents` to a fresh file and returns options for it.
-DatasetOptions WriteData(const std::string& contents,
-                         DataFormat format = DataFormat::kTokenizedJsonl) {
-  DatasetOptions o;
-  o.path = TempDir() + "/data.jsonl";
-  o.format = format;
-  std::ofstream(o.path, std::ios::binary) << contents;
-  return o;
-}
-
-std::unique_ptr<Dataset> OpenOk(const DatasetOptions& o) {
-  auto ds = Dataset::Open(o);
-  EXPECT_TRUE(ds.ok()) << ds.status();
-  return ds.ok() ? std::move(ds).value() : nullptr;
-}
 
 Sample GetOk(const Dataset& ds, int64_t i) {
   auto s = ds.Get(i);
@@ -387,6 +359,7 @@ TEST(Dataset, OptionsFromTheJobSpec) {
   EXPECT_EQ(o.over_length, OverLengthPolicy::kTruncate);
   EXPECT_EQ(o.malformed, MalformedPolicy::kSkip);
   EXPECT_EQ(o.vocab_size, 256);
+  EXPECT_EQ(o.max_line_bytes, kDefaultMaxLineBytes);  // 64 MiB, spec.data.maxLineBytes' default
 }
 
 }  // namespace

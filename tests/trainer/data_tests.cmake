@@ -4,7 +4,7 @@ skrull_test(trainer_data_tokenizer_test
   SOURCES data_sample_test.cc data_byte_tokenizer_test.cc
   DEPS skrull_data)
 skrull_test(trainer_data_dataset_test
-  SOURCES data_dataset_test.cc data_jsonl_record_test.cc
+  SOURCES data_dataset_test.cc data_dataset_limits_test.cc data_jsonl_record_test.cc
   DEPS skrull_data)
 skrull_test(trainer_data_sampler_test
   SOURCES data_sampler_test.cc

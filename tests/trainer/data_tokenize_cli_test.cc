@@ -86,5 +86,17 @@ TEST_F(TokenizeCliTest, FirstBadLineStopsWithFileLineAndWhy) {
   EXPECT_EQ(err.rfind("<stdin>:1: JSON nested deeper than 64 levels", 0), 0u) << err;
 }
 
+// Issue 17, defect 9a: std::getline on a file without newlines grew until
+// std::bad_alloc; lines are now capped at the trainer's default.
+TEST_F(TokenizeCliTest, FileWithoutNewlinesStopsAtTheLineCap) {
+  const std::string cmd = tool_ + " --tokenizer " + dir_.string() + " --input /dev/zero > " +
+                          (dir_ / "out").string() + " 2> " + (dir_ / "err").string();
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 1);
+  const std::string err = ReadFileToString((dir_ / "err").string()).value();
+  EXPECT_EQ(err.rfind("/dev/zero:1: line is longer than 67108864 bytes", 0), 0u) << err;
+}
+
 }  // namespace
 }  // namespace skrull::data

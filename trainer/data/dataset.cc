@@ -51,6 +51,12 @@ Status ValidateOptions(const DatasetOptions& o) {
     problems.push_back("spec.data.maxLength: must be < 2^31, got " +
                        std::to_string(o.max_length_tokens));
   }
+  if (o.max_line_bytes < 1 || o.max_line_bytes > std::numeric_limits<uint32_t>::max()) {
+    problems.push_back("spec.data.maxLineBytes: must be in [1, " +
+                       std::to_string(std::numeric_limits<uint32_t>::max()) + "] (default " +
+                       std::to_string(kDefaultMaxLineBytes) + "), got " +
+                       std::to_string(o.max_line_bytes));
+  }
   if (o.vocab_size < 0) {
     problems.push_back("vocab_size: must be >= 0 (0 = unchecked), got " +
                        std::to_string(o.vocab_size));
@@ -109,6 +115,7 @@ DatasetOptions DatasetOptionsFromSpec(const api::DataSpec& spec, int32_t vocab_s
   o.vocab_size = vocab_size;
   o.tokenizer = spec.tokenizer;
   o.chat_template = spec.chat_template;
+  // INTEGRATOR (issue 17, api slice): o.max_line_bytes = spec.max_line_bytes;
   return o;
 }
 
@@ -147,11 +154,14 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
     ds->encoder_ = std::move(*encoder);
   }
   struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  if (stat_ok && S_ISDIR(st.st_mode)) {
     return InvalidArgumentError(path + ": is a directory; spec.data.path must name a .jsonl file");
   }
 
-  const bool cache = options.cache_index && options.format == api::DataFormat::kTextJsonl;
+  // The cache key hashes every byte, so only a regular file (which ends) is cached.
+  const bool cache = options.cache_index && options.format == api::DataFormat::kTextJsonl &&
+                     stat_ok && S_ISREG(st.st_mode);
   uint64_t key = 0;
   if (cache) {
     SKRULL_ASSIGN_OR_RETURN(key, ds->IndexKey());
@@ -163,7 +173,7 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
   ProblemList malformed(options.max_reported_problems);
   ProblemList over_length(options.max_reported_problems);
   int64_t longest_over = 0;
-  LineReader reader(fd, path);
+  LineReader reader(fd, path, static_cast<size_t>(options.max_line_bytes));
   BatchParser parser(
       [&](std::string_view text, TokenRecord* r) {
         return ParseLine(options, ds->encoder_.get(), text, r);

@@ -27,6 +27,11 @@
 //     OverLengthPolicy::kError -> Open fails (FailedPrecondition); kTruncate ->
 //     the first max_length_tokens tokens are kept (the last kept position gets
 //     no target); kSkip -> skipped and counted.
+//   line longer than max_line_bytes (a file that is not JSONL, /dev/zero):
+//     Open fails at once (InvalidArgument naming FILE:LINE, the cap and
+//     spec.data.maxLineBytes) whatever the policies, after reading at most
+//     about the cap; a line that long cannot be skipped without reading it.
+// Lines nested deeper than kMaxJsonDepth (json_depth.h) are malformed.
 // Open reads the whole file before failing and reports the first
 // `max_reported_problems` problems plus the total count.
 #ifndef SKRULL_TRAINER_DATA_DATASET_H_
@@ -47,6 +52,9 @@ class TextEncoder;
 
 namespace skrull::data {
 
+// Longest line Open reads (DatasetOptions::max_line_bytes): 64 MiB.
+inline constexpr int64_t kDefaultMaxLineBytes = int64_t{64} << 20;
+
 struct DatasetOptions {
   std::string path;  // a .jsonl file
   api::DataFormat format = api::DataFormat::kTokenizedJsonl;
@@ -58,6 +66,9 @@ struct DatasetOptions {
   // [0, vocab_size); 0 = not checked. text-jsonl: must be 0 or >= 256 (the
   // byte tokenizer's vocabulary).
   int32_t vocab_size = 0;
+  // Longest line in bytes (without its newline), in [1, 2^32); a longer line
+  // fails Open. Bounds the memory one line may take (spec.data.maxLineBytes).
+  int64_t max_line_bytes = kDefaultMaxLineBytes;
   // How many problem lines an error message lists before "... and N more".
   int max_reported_problems = 10;
   // text-jsonl: a tokenizer.json or model folder ("" = the byte tokenizer),
@@ -66,9 +77,9 @@ struct DatasetOptions {
   std::string chat_template;
   // Threads that parse lines while indexing; 0 = one per core.
   int threads = 0;
-  // text-jsonl: keep the index in PATH.skrull-index, keyed by a hash of the
-  // data file's bytes, the tokenizer files, the chat template and the options
-  // above, so a later Open with the same inputs skips tokenizing.
+  // text-jsonl: keep the index in PATH.skrull-index (regular files only),
+  // keyed by a hash of the data file's bytes, the tokenizer files, the chat template and the
+  // options above, so a later Open with the same inputs skips tokenizing.
   bool cache_index = true;
 };
 

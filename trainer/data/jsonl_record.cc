@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer/data/byte_tokenizer.h"
+#include "trainer/data/json_depth.h"
 #include "trainer/data/sample.h"
 
 namespace skrull::data {
@@ -33,6 +34,8 @@ std::string ParseErrorText(const std::exception& e) {
 }
 
 Status ParseObject(std::string_view line, const char* shape, Json* out) {
+  // Preview() and the error paths print values recursively.
+  SKRULL_RETURN_IF_ERROR(CheckJsonDepth(line, shape));
   try {
     *out = Json::parse(line.begin(), line.end());
   } catch (const Json::exception& e) {  // parse_error; out_of_range for 1e999

@@ -7,17 +7,24 @@
 // included). With --chat each line is {"messages": [...]} -> {"input_ids":
 // [...], "labels": [...]} (apply_chat_template(messages, tokenize=True);
 // labels -100 except assistant content and its end-of-turn token).
-// Blank lines are skipped. The first bad line stops it: "FILE:LINE: why" on
-// stderr, exit status 1. stdin / stdout by default.
+// Blank lines are skipped; lines are capped at 64 MiB (kDefaultMaxLineBytes).
+// The first bad line stops it: "FILE:LINE: why" on stderr, exit status 1.
+// stdin / stdout by default.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
 #include "common/file_util.h"
 #include "tokenizer/text_encoder.h"
+#include "trainer/data/dataset.h"
 #include "trainer/data/jsonl_record.h"
+#include "trainer/data/line_reader.h"
 
 namespace {
 
@@ -69,11 +76,11 @@ int Run(const Flags& flags) {
     std::cerr << "skrull-tokenize: " << encoder.status().message() << "\n";
     return 1;
   }
-  std::ifstream in_file;
+  int in_fd = STDIN_FILENO;
   std::ofstream out_file;
   if (flags.input != "-") {
-    in_file.open(flags.input, std::ios::binary);
-    if (!in_file) {
+    in_fd = ::open(flags.input.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in_fd < 0) {
       std::cerr << "skrull-tokenize: " << flags.input << ": cannot open\n";
       return 1;
     }
@@ -85,12 +92,22 @@ int Run(const Flags& flags) {
       return 1;
     }
   }
-  std::istream& in = flags.input == "-" ? std::cin : in_file;
   std::ostream& out = flags.output == "-" ? std::cout : out_file;
   const std::string name = flags.input == "-" ? "<stdin>" : flags.input;
+  // Lines are capped like the trainer's (a file without newlines is an error).
+  skrull::data::LineReader reader(in_fd, name, skrull::data::kDefaultMaxLineBytes);
+  std::string_view view;
   std::string line, json;
+  int64_t offset = 0, number = 0;
   skrull::data::TokenRecord record;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
+  while (true) {
+    skrull::StatusOr<bool> more = reader.Next(&view, &offset, &number);
+    if (!more.ok()) {
+      std::cerr << more.status().message() << "\n";
+      return 1;
+    }
+    if (!*more) break;
+    line.assign(view);
     if (line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
     skrull::Status status = CheckKind(line, flags.chat);
     if (status.ok()) {

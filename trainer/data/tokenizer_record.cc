@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/text_encoder.h"
+#include "trainer/data/json_depth.h"
 #include "trainer/data/jsonl_record.h"
 
 namespace skrull::data {
@@ -17,32 +18,6 @@ using Json = nlohmann::ordered_json;
 constexpr char kShape[] =
     "a text-jsonl line is {\"text\": \"...\"} or {\"messages\": [{\"role\": \"user\", "
     "\"content\": \"...\"}, {\"role\": \"assistant\", \"content\": \"...\"}]}";
-
-// Chat-template values are built recursively from the JSON, so deeper lines
-// are refused before parsing.
-constexpr int kMaxJsonDepth = 64;
-
-bool TooDeep(std::string_view line) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
 
 Status CheckMessages(const Json& messages) {
   if (!messages.is_array() || messages.empty()) {
@@ -69,10 +44,8 @@ Status CheckMessages(const Json& messages) {
 
 Status ParseTextLineWithTokenizer(std::string_view line, const tokenizer::TextEncoder& encoder,
                                   int32_t vocab_size, TokenRecord* record) {
-  if (TooDeep(line)) {
-    return InvalidArgumentError("JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                " levels; " + kShape);
-  }
+  // Chat-template values are built recursively from the JSON.
+  SKRULL_RETURN_IF_ERROR(CheckJsonDepth(line, kShape));
   Json obj = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (obj.is_discarded()) {
     return InvalidArgumentError(std::string("not valid JSON (or not UTF-8); each line must be one "
