@@ -86,7 +86,7 @@ TrainerPodSecurity PodSecurity(const TrainerPodFlags& flags) {
 // How long calls other than watches may still finish after `stop` (the
 // lease release, a reconcile's last writes) before they are cancelled;
 // with the signal watcher's 100 ms poll, serve exits within 2 s.
-constexpr std::chrono::milliseconds kShutdownGrace(1000);
+constexpr std::chrono::milliseconds kShutdownGrace(500);
 
 // From `stop` on: cancels the API's watches at once and every other call
 // (and Prometheus queries, when `prometheus` is set) after kShutdownGrace.
