@@ -50,6 +50,7 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
   CLI::App app{"skrull-controller: runs SkrullJobs on this machine or on Kubernetes",
                "skrull-controller"};
   app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // --help shows each default
 
   RunFlags& run = inv.run;
   CLI::App* run_cmd = app.add_subcommand("run", "run the job on this machine as processes");
