@@ -1,8 +1,10 @@
 #include "controller/cli/commands.h"
 
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "api/job_spec.h"
@@ -74,6 +76,52 @@ ProgressFn PrometheusProgress(std::shared_ptr<tuner::PrometheusApi> prometheus) 
   };
 }
 
+TrainerPodSecurity PodSecurity(const TrainerPodFlags& flags) {
+  TrainerPodSecurity security;
+  security.ipc_lock = flags.ipc_lock;
+  security.shared_memory = flags.shared_memory;
+  return security;
+}
+
+// How long calls other than watches may still finish after `stop` (the
+// lease release, a reconcile's last writes) before they are cancelled;
+// with the signal watcher's 100 ms poll, serve exits within 2 s.
+constexpr std::chrono::milliseconds kShutdownGrace(500);
+
+// From `stop` on: cancels the API's watches at once and every other call
+// (and Prometheus queries, when `prometheus` is set) after kShutdownGrace.
+// Destroying it (serve returning) ends its thread.
+class CancelOnStop {
+ public:
+  CancelOnStop(const std::atomic<bool>& stop, kube::HttpKubeApi* api,
+               tuner::HttpPrometheusApi* prometheus)
+      : thread_([this, &stop, api, prometheus] {
+          std::unique_lock<std::mutex> lock(mu_);
+          while (!done_ && !stop) cv_.wait_for(lock, std::chrono::milliseconds(20));
+          if (done_) return;
+          api->CancelWatches();
+          if (cv_.wait_for(lock, kShutdownGrace, [this] { return done_; })) return;
+          api->CancelAll();
+          if (prometheus != nullptr) prometheus->CancelAll();
+        }) {}
+  ~CancelOnStop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  CancelOnStop(const CancelOnStop&) = delete;
+  CancelOnStop& operator=(const CancelOnStop&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
 }  // namespace
 
 int RunRender(const RenderFlags& flags, std::ostream& out, std::ostream& err) {
@@ -86,6 +134,7 @@ int RunRender(const RenderFlags& flags, std::ostream& out, std::ostream& err) {
   ctx.uid = flags.uid;
   ctx.attempt = flags.attempt;
   ctx.default_trainer_image = flags.trainer_image;
+  ctx.pod_security = PodSecurity(flags.trainer_pod);
   StatusOr<DesiredObjects> d = BuildDesired(*spec, ctx);
   if (!d.ok()) {
     err << flags.job_file << ": " << d.status().message() << "\n";
@@ -163,10 +212,16 @@ int RunServe(const ServeFlags& flags, const Environment& env, const std::atomic<
     err << "skrull-controller serve: " << config.status().message() << "\n";
     return 2;
   }
+  config->allow_insecure_http = flags.insecure_http;
   StatusOr<std::unique_ptr<kube::HttpKubeApi>> api = kube::HttpKubeApi::Create(*config);
   if (!api.ok()) {
     err << "skrull-controller serve: " << api.status().message() << "\n";
     return 2;
+  }
+  if (config->server.rfind("http://", 0) == 0) {
+    err << "skrull-controller: WARNING: --insecure-http: talking to " << config->server
+        << " over plain HTTP; the bearer token and every object cross the network "
+           "unencrypted. Use only for a test server on a trusted link.\n";
   }
   ControllerOptions options;
   options.watch_namespace = flags.watch_namespace;
@@ -174,6 +229,8 @@ int RunServe(const ServeFlags& flags, const Environment& env, const std::atomic<
   options.resync = std::chrono::seconds(flags.resync_seconds);
   options.reconciler.default_trainer_image = flags.trainer_image;
   options.reconciler.trainer_service_account = flags.trainer_service_account;
+  options.reconciler.pod_security = PodSecurity(flags.trainer_pod);
+  tuner::HttpPrometheusApi* prometheus_api = nullptr;  // owned by the reconciler's functions
   if (!flags.prometheus_url.empty()) {
     StatusOr<std::unique_ptr<tuner::HttpPrometheusApi>> prometheus =
         tuner::HttpPrometheusApi::Create(flags.prometheus_url, std::chrono::seconds(10),
@@ -182,10 +239,14 @@ int RunServe(const ServeFlags& flags, const Environment& env, const std::atomic<
       err << "skrull-controller serve: " << prometheus.status().message() << "\n";
       return 2;
     }
+    prometheus_api = prometheus->get();
     std::shared_ptr<tuner::PrometheusApi> shared = std::move(*prometheus);
     options.reconciler.tune = PrometheusTuner(shared, flags.prometheus_window);
     options.reconciler.progress = PrometheusProgress(shared);
   }
+  // SIGTERM must not wait for a request timeout (30 s) on a server that does
+  // not answer: watches end at once, other calls get kShutdownGrace.
+  CancelOnStop cancel_on_stop(stop, api->get(), prometheus_api);
   Controller controller(api->get(), options);
 
   std::unique_ptr<http::HttpServer> server;

@@ -1,74 +1,20 @@
 #include "controller/cli/flags.h"
 
-#include <charconv>
-#include <functional>
-#include <map>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <sstream>
 
 namespace skrull::controller::cli {
 namespace {
 
-struct Spec {
-  bool takes_value = true;
-  std::function<void(const std::string&, std::vector<std::string>*)> set;
-};
-
-std::function<void(const std::string&, std::vector<std::string>*)> Str(std::string* out) {
-  return [out](const std::string& v, std::vector<std::string>*) { *out = v; };
-}
-
-std::function<void(const std::string&, std::vector<std::string>*)> Int(const std::string& flag,
-                                                                       int* out, int min, int max) {
-  return [flag, out, min, max](const std::string& v, std::vector<std::string>* errors) {
-    int x = 0;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-    if (ec != std::errc() || end != v.data() + v.size() || x < min || x > max) {
-      errors->push_back(flag + ": expected an integer in " + std::to_string(min) + ".." +
-                        std::to_string(max) + " (got '" + v + "')");
-      return;
-    }
-    *out = x;
-  };
-}
-
-std::function<void(const std::string&, std::vector<std::string>*)> Flag(bool* out) {
-  return [out](const std::string&, std::vector<std::string>*) { *out = true; };
-}
-
-// Parses args[1..] against `specs`; the one positional argument (the job
-// file) goes to *positional when it is non-null.
-void ParseFlags(const std::vector<std::string>& args, const std::map<std::string, Spec>& specs,
-                std::string* positional, std::vector<std::string>* errors) {
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.rfind("--", 0) != 0) {
-      if (positional != nullptr && positional->empty()) {
-        *positional = a;
-      } else {
-        errors->push_back("unexpected argument '" + a + "'");
-      }
-      continue;
-    }
-    std::string name = a, value;
-    bool has_value = false;
-    if (size_t eq = a.find('='); eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    auto it = specs.find(name);
-    if (it == specs.end()) {
-      errors->push_back("unknown flag " + name + " for '" + args[0] + "'");
-      continue;
-    }
-    if (it->second.takes_value && !has_value) {
-      if (i + 1 >= args.size()) {
-        errors->push_back(name + ": needs a value");
-        continue;
-      }
-      value = args[++i];
-    }
-    it->second.set(value, errors);
-  }
+void AddTrainerPodFlags(CLI::App* command, TrainerPodFlags* f) {
+  command->add_flag("--trainer-ipc-lock", f->ipc_lock,
+                    "add the IPC_LOCK capability to trainer containers (NCCL pinned memory "
+                    "over InfiniBand/RDMA; docs/deploy.md)");
+  command->add_flag("--trainer-shared-memory", f->shared_memory,
+                    "mount a memory-backed emptyDir at /dev/shm in trainer pods (NCCL's "
+                    "shared-memory transport; counts against the pod's memory)");
 }
 
 }  // namespace
@@ -81,80 +27,116 @@ std::string Usage() {
          "  tune JOB.yaml --run DIR\n"
          "      the tuner's verdict on a finished run's output directory\n"
          "  render JOB.yaml [--attempt N] [--uid UID] [--trainer-image IMAGE]\n"
+         "         [--trainer-ipc-lock] [--trainer-shared-memory]\n"
          "      print the Kubernetes objects the controller would create (a v1 List)\n"
-         "  serve [--kubeconfig FILE] [--context NAME] [--namespace NS] [--metrics-port 8080]\n"
-         "        [--metrics-address 0.0.0.0] [--leader-elect] [--lease-namespace NS]\n"
-         "        [--lease-name NAME] [--trainer-image IMAGE] [--trainer-service-account SA]\n"
-         "        [--resync-seconds 30] [--workers 2] [--prometheus-url URL]\n"
-         "        [--prometheus-window 1h]\n"
-         "      the Kubernetes operator (in-cluster credentials unless --kubeconfig)\n";
+         "  serve [--kubeconfig FILE] [--context NAME] [--namespace NS] [--insecure-http]\n"
+         "        [--metrics-port 8080] [--metrics-address 0.0.0.0] [--leader-elect]\n"
+         "        [--lease-namespace NS] [--lease-name NAME] [--trainer-image IMAGE]\n"
+         "        [--trainer-service-account SA] [--trainer-ipc-lock]\n"
+         "        [--trainer-shared-memory] [--resync-seconds 30] [--workers 2]\n"
+         "        [--prometheus-url URL] [--prometheus-window 1h]\n"
+         "      the Kubernetes operator (in-cluster credentials unless --kubeconfig)\n"
+         "`skrull-controller <command> --help` describes each flag.\n";
 }
 
 StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
   Invocation inv;
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h" || a == "help") {
-      inv.help_text = Usage();
-      return inv;
-    }
-  }
   if (args.empty()) return InvalidArgumentError("no command given\n" + Usage());
-  std::vector<std::string> errors;
-  const std::string& command = args[0];
-  if (command == "run") {
-    inv.command = Command::kRun;
-    RunFlags& f = inv.run;
-    ParseFlags(args,
-               {{"--runs", {true, Int("--runs", &f.runs, 1, 1000)}},
-                {"--trainer", {true, Str(&f.trainer)}},
-                {"--trainer-arg",
-                 {true, [&f](const std::string& v,
-                             std::vector<std::string>*) { f.trainer_args.push_back(v); }}}},
-               &f.job_file, &errors);
-    if (f.job_file.empty()) errors.push_back("run: the job file is required (run JOB.yaml)");
-  } else if (command == "tune") {
-    inv.command = Command::kTune;
-    TuneFlags& f = inv.tune;
-    ParseFlags(args, {{"--run", {true, Str(&f.run_dir)}}}, &f.job_file, &errors);
-    if (f.job_file.empty()) errors.push_back("tune: the job file is required (tune JOB.yaml)");
-    if (f.run_dir.empty()) errors.push_back("--run: required: the run's output directory");
-  } else if (command == "render") {
-    inv.command = Command::kRender;
-    RenderFlags& f = inv.render;
-    ParseFlags(args,
-               {{"--attempt", {true, Int("--attempt", &f.attempt, 0, 1000000)}},
-                {"--uid", {true, Str(&f.uid)}},
-                {"--trainer-image", {true, Str(&f.trainer_image)}}},
-               &f.job_file, &errors);
-    if (f.job_file.empty()) errors.push_back("render: the job file is required (render JOB.yaml)");
-  } else if (command == "serve") {
-    inv.command = Command::kServe;
-    ServeFlags& f = inv.serve;
-    ParseFlags(args,
-               {{"--kubeconfig", {true, Str(&f.kubeconfig)}},
-                {"--context", {true, Str(&f.context)}},
-                {"--namespace", {true, Str(&f.watch_namespace)}},
-                {"--metrics-port", {true, Int("--metrics-port", &f.metrics_port, 0, 65535)}},
-                {"--metrics-address", {true, Str(&f.metrics_address)}},
-                {"--leader-elect", {false, Flag(&f.leader_elect)}},
-                {"--lease-namespace", {true, Str(&f.lease_namespace)}},
-                {"--lease-name", {true, Str(&f.lease_name)}},
-                {"--trainer-image", {true, Str(&f.trainer_image)}},
-                {"--trainer-service-account", {true, Str(&f.trainer_service_account)}},
-                {"--resync-seconds", {true, Int("--resync-seconds", &f.resync_seconds, 1, 86400)}},
-                {"--workers", {true, Int("--workers", &f.workers, 1, 64)}},
-                {"--prometheus-url", {true, Str(&f.prometheus_url)}},
-                {"--prometheus-window", {true, Str(&f.prometheus_window)}}},
-               nullptr, &errors);
-  } else {
-    return InvalidArgumentError("unknown command '" + command +
-                                "'; expected run, tune, render or serve\n" + Usage());
+  if (args[0] == "help") {
+    inv.help_text = Usage();
+    return inv;
   }
-  if (!errors.empty()) {
-    std::string message;
-    for (const std::string& e : errors) message += e + "\n";
-    return InvalidArgumentError(message + "see skrull-controller --help");
+
+  CLI::App app{"skrull-controller: runs SkrullJobs on this machine or on Kubernetes",
+               "skrull-controller"};
+  app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // --help shows each default
+
+  RunFlags& run = inv.run;
+  CLI::App* run_cmd = app.add_subcommand("run", "run the job on this machine as processes");
+  run_cmd->add_option("job", run.job_file, "the job file (JOB.yaml)")->required();
+  run_cmd->add_option("--runs", run.runs, "runs, retuning bucketSize between them")
+      ->check(CLI::Range(1, 1000));
+  run_cmd->add_option("--trainer", run.trainer, "the trainer binary: a path or a name on PATH");
+  run_cmd
+      ->add_option("--trainer-arg", run.trainer_args,
+                   "one more argument for every trainer process (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+
+  TuneFlags& tune = inv.tune;
+  CLI::App* tune_cmd = app.add_subcommand("tune", "the tuner's verdict on a finished run");
+  tune_cmd->add_option("job", tune.job_file, "the job file (JOB.yaml)")->required();
+  tune_cmd->add_option("--run", tune.run_dir, "the run's output directory")->required();
+
+  RenderFlags& render = inv.render;
+  CLI::App* render_cmd =
+      app.add_subcommand("render", "print the Kubernetes objects the controller would create");
+  render_cmd->add_option("job", render.job_file, "the job file (JOB.yaml)")->required();
+  render_cmd->add_option("--attempt", render.attempt, "attempt number (0 = first launch)")
+      ->check(CLI::Range(0, 1000000));
+  render_cmd->add_option("--uid", render.uid, "the SkrullJob's metadata.uid");
+  render_cmd->add_option("--trainer-image", render.trainer_image,
+                         "image for jobs that leave spec.image at its default");
+  AddTrainerPodFlags(render_cmd, &render.trainer_pod);
+
+  ServeFlags& serve = inv.serve;
+  CLI::App* serve_cmd = app.add_subcommand("serve", "the Kubernetes operator");
+  serve_cmd->add_option("--kubeconfig", serve.kubeconfig,
+                        "kubeconfig file (default: the pod's service account)");
+  serve_cmd->add_option("--context", serve.context, "kubeconfig context (default: current)");
+  serve_cmd->add_option("--namespace", serve.watch_namespace,
+                        "watch this namespace only (default: every namespace)");
+  serve_cmd->add_flag("--insecure-http", serve.insecure_http,
+                      "accept an http:// API server: sends the bearer token in clear");
+  serve_cmd->add_option("--metrics-port", serve.metrics_port, "/metrics and /healthz; 0 = off")
+      ->check(CLI::Range(0, 65535));
+  serve_cmd->add_option("--metrics-address", serve.metrics_address,
+                        "address the metrics port binds");
+  serve_cmd->add_flag("--leader-elect", serve.leader_elect, "elect a leader with a Lease");
+  serve_cmd->add_option("--lease-namespace", serve.lease_namespace,
+                        "the Lease's namespace (default: $POD_NAMESPACE)");
+  serve_cmd->add_option("--lease-name", serve.lease_name, "the Lease's name");
+  serve_cmd->add_option("--trainer-image", serve.trainer_image,
+                        "image for jobs that leave spec.image at its default");
+  serve_cmd->add_option("--trainer-service-account", serve.trainer_service_account,
+                        "ServiceAccount of trainer pods (default: the namespace's default)");
+  AddTrainerPodFlags(serve_cmd, &serve.trainer_pod);
+  serve_cmd
+      ->add_option("--resync-seconds", serve.resync_seconds, "re-reconcile every job this often")
+      ->check(CLI::Range(1, 86400));
+  serve_cmd->add_option("--workers", serve.workers, "jobs reconciled at once")
+      ->check(CLI::Range(1, 64));
+  serve_cmd->add_option("--prometheus-url", serve.prometheus_url,
+                        "Prometheus for status.progress and tuning (default: none)");
+  serve_cmd->add_option("--prometheus-window", serve.prometheus_window,
+                        "range of the tuner's Prometheus queries");
+
+  // CLI11 takes the arguments last first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    if (app.get_subcommands().empty()) {
+      inv.help_text = Usage();
+    } else {  // the command's own flags, described
+      std::ostringstream out, err;
+      app.exit(e, out, err);
+      inv.help_text = out.str();
+    }
+    return inv;
+  } catch (const CLI::ParseError& e) {
+    const std::string message =
+        app.get_subcommands().empty()
+            ? "unknown command '" + args[0] + "'; expected run, tune, render or serve"
+            : std::string(e.what());
+    return InvalidArgumentError(message + "\nsee skrull-controller --help");
   }
+  const std::string& name = app.get_subcommands().front()->get_name();
+  inv.command = name == "run"      ? Command::kRun
+                : name == "tune"   ? Command::kTune
+                : name == "render" ? Command::kRender
+                                   : Command::kServe;
   return inv;
 }
 

@@ -8,15 +8,19 @@
 //   skrull-controller tune JOB.yaml --run DIR
 //       Prints the tuner's verdict on a finished run's directory.
 //   skrull-controller render JOB.yaml [--attempt N] [--uid UID] [--trainer-image IMG]
+//       [--trainer-ipc-lock] [--trainer-shared-memory]
 //       Prints the Kubernetes objects the controller would create (a v1 List).
 //   skrull-controller serve [--kubeconfig FILE] [--context NAME] [--namespace NS]
-//       [--metrics-port 8080] [--metrics-address 0.0.0.0] [--leader-elect]
-//       [--lease-namespace NS] [--lease-name NAME] [--trainer-image IMG]
-//       [--trainer-service-account SA] [--resync-seconds 30] [--workers 2]
-//       [--prometheus-url URL] [--prometheus-window 1h]
+//       [--insecure-http] [--metrics-port 8080] [--metrics-address 0.0.0.0]
+//       [--leader-elect] [--lease-namespace NS] [--lease-name NAME]
+//       [--trainer-image IMG] [--trainer-service-account SA]
+//       [--trainer-ipc-lock] [--trainer-shared-memory] [--resync-seconds 30]
+//       [--workers 2] [--prometheus-url URL] [--prometheus-window 1h]
 //       The Kubernetes operator: in-cluster credentials unless --kubeconfig.
 //
-// Flags take their value as the next argument or after '='.
+// Parsed with CLI11: flags take their value as the next argument or after
+// '='; `--trainer-arg` takes the next argument verbatim, even one starting
+// with "--".
 #ifndef SKRULL_CONTROLLER_CLI_FLAGS_H_
 #define SKRULL_CONTROLLER_CLI_FLAGS_H_
 
@@ -39,24 +43,36 @@ struct TuneFlags {
   std::string run_dir;
 };
 
+// What trainer pods may do beyond the restricted default (desired.h
+// TrainerPodSecurity; docs/deploy.md "Trainer pod security").
+struct TrainerPodFlags {
+  bool ipc_lock = false;       // --trainer-ipc-lock: add the IPC_LOCK capability
+  bool shared_memory = false;  // --trainer-shared-memory: /dev/shm as a memory emptyDir
+};
+
 struct RenderFlags {
   std::string job_file;
   int attempt = 0;
   std::string uid = "00000000-0000-0000-0000-000000000000";
   std::string trainer_image;
+  TrainerPodFlags trainer_pod;
 };
 
 struct ServeFlags {
   std::string kubeconfig;  // "" = in-cluster
   std::string context;
   std::string watch_namespace;  // "" = every namespace
-  int metrics_port = 8080;      // 0 = do not serve
+  // Accept an http:// API server from the kubeconfig (sends the bearer
+  // token in clear; warned about once at startup).
+  bool insecure_http = false;
+  int metrics_port = 8080;  // 0 = do not serve
   std::string metrics_address = "0.0.0.0";
   bool leader_elect = false;
   std::string lease_namespace;  // "" = $POD_NAMESPACE, else the watched namespace
   std::string lease_name = "skrull-controller";
   std::string trainer_image;
   std::string trainer_service_account;
+  TrainerPodFlags trainer_pod;
   int resync_seconds = 30;
   int workers = 2;
   std::string prometheus_url;  // "" = no tuning from metrics on Kubernetes
@@ -74,7 +90,9 @@ struct Invocation {
   ServeFlags serve;
 };
 
-// Every problem at once, one per line, naming the flag and the fix.
+// `args` without the program name. InvalidArgument naming the flag and the
+// fix (and pointing at --help) for the first problem found; `--help`, `-h`
+// or the command `help` anywhere gives kHelp with the usage text.
 StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args);
 
 std::string Usage();

@@ -105,6 +105,24 @@ json WithKind(const Resource& r, json object) {
   return object;
 }
 
+// Cancels `target` when `source` is cancelled, for as long as it lives
+// (unlike create_linked_source, whose callbacks stay on `source` forever).
+class LinkedCancel {
+ public:
+  LinkedCancel(pplx::cancellation_token source, const pplx::cancellation_token_source& target)
+      : source_(std::move(source)),
+        registration_(source_.register_callback([target] { target.cancel(); })) {}
+  ~LinkedCancel() { source_.deregister_callback(registration_); }
+  LinkedCancel(const LinkedCancel&) = delete;
+  LinkedCancel& operator=(const LinkedCancel&) = delete;
+
+ private:
+  pplx::cancellation_token source_;
+  pplx::cancellation_token_registration registration_;
+};
+
+constexpr char kCancelledMessage[] = "cancelled: the controller is shutting down";
+
 struct HttpAnswer {
   int code = 0;
   std::string body;
@@ -117,6 +135,10 @@ struct HttpKubeApi::Impl {
   TlsMaterial tls;
   BearerToken token;
   std::unique_ptr<http_client> client;  // for everything but watches
+  // Shutdown (CancelWatches, CancelAll): cancelling a token closes the
+  // connections of the requests that carry it, in flight or later.
+  pplx::cancellation_token_source cancel_watches;
+  pplx::cancellation_token_source cancel_all;
 
   Impl(KubeConfig c, TlsMaterial t)
       : config(std::move(c)),
@@ -145,6 +167,7 @@ struct HttpKubeApi::Impl {
               const std::string* body, const std::string& content_type,
               const pplx::cancellation_token& cancel, OnResponse on_response) {
     for (int attempt = 0;; ++attempt) {
+      if (cancel.is_canceled()) return Cancelled(method, target);
       SKRULL_ASSIGN_OR_RETURN(std::string bearer, token.Current());
       try {
         http_request req(method);
@@ -157,21 +180,27 @@ struct HttpKubeApi::Impl {
         if (resp.status_code() == 401 && attempt == 0 && token.Reload()) continue;
         return on_response(resp);
       } catch (const web::http::http_exception& e) {
+        if (cancel.is_canceled()) return Cancelled(method, target);
         // what() names the step ("Error in SSL handshake"), the code the cause.
         return UnavailableError(Where(method, target) + ": " + e.what() + " (" +
                                 Cause(e.error_code()) + ")");
       } catch (const std::exception& e) {
+        if (cancel.is_canceled()) return Cancelled(method, target);
         return UnavailableError(Where(method, target) + ": " + e.what());
       }
     }
+  }
+
+  Status Cancelled(const std::string& method, const std::string& target) const {
+    return UnavailableError(Where(method, target) + ": " + kCancelledMessage);
   }
 
   StatusOr<HttpAnswer> Call(const std::string& method, const std::string& target,
                             const std::string* body = nullptr,
                             const std::string& content_type = "application/json") {
     HttpAnswer answer;
-    SKRULL_RETURN_IF_ERROR(Send(*client, method, target, body, content_type,
-                                pplx::cancellation_token::none(), [&](http_response& resp) {
+    SKRULL_RETURN_IF_ERROR(Send(*client, method, target, body, content_type, cancel_all.get_token(),
+                                [&](http_response& resp) {
                                   answer.code = resp.status_code();
                                   answer.body = resp.extract_utf8string(true).get();
                                   return OkStatus();
@@ -202,12 +231,26 @@ HttpKubeApi::~HttpKubeApi() = default;
 
 const KubeConfig& HttpKubeApi::config() const { return impl_->config; }
 
+void HttpKubeApi::CancelWatches() { impl_->cancel_watches.cancel(); }
+
+void HttpKubeApi::CancelAll() {
+  impl_->cancel_watches.cancel();
+  impl_->cancel_all.cancel();
+}
+
 StatusOr<std::unique_ptr<HttpKubeApi>> HttpKubeApi::Create(const KubeConfig& config) {
   const std::string where =
       "Kubernetes API config" + (config.source.empty() ? "" : " (" + config.source + ")");
   if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
     return InvalidArgumentError(where + ": server \"" + config.server +
                                 "\" must be an https:// (or, for tests, http://) URL");
+  }
+  if (config.server.rfind("http://", 0) == 0 && !config.allow_insecure_http) {
+    return InvalidArgumentError(
+        where + ": server \"" + config.server +
+        "\" is plain http://: the bearer token and every object would cross the network "
+        "unencrypted. Use the cluster's https:// URL, or pass --insecure-http for a "
+        "test server on a trusted link");
   }
   if (!web::uri::validate(config.server) || web::uri(config.server).host().empty()) {
     return InvalidArgumentError(where + ": server \"" + config.server + "\" is not a valid URL");
@@ -319,7 +362,10 @@ Status HttpKubeApi::Watch(const Resource& r, const std::string& ns, const WatchO
   // Its own client: the timeout outlasts the server's timeoutSeconds.
   http_client watch_client(web::uri(impl_->config.server),
                            impl_->ClientConfig(timeout + impl_->config.watch_timeout_margin));
+  // Ends when the stream does (below), or at CancelWatches / CancelAll.
   pplx::cancellation_token_source cancel;
+  LinkedCancel on_watches(impl_->cancel_watches.get_token(), cancel);
+  LinkedCancel on_all(impl_->cancel_all.get_token(), cancel);
   const std::string where = impl_->Where("GET", target);
   Status result = impl_->Send(
       watch_client, "GET", target, nullptr, "", cancel.get_token(),
@@ -360,7 +406,9 @@ Status HttpKubeApi::Watch(const Resource& r, const std::string& ns, const WatchO
           if (!on_event(e)) return OkStatus();
         }
       });
+  const bool shut_down = cancel.get_token().is_canceled();
   cancel.cancel();  // closes the connection if the stream is still open
+  if (shut_down) return impl_->Cancelled("GET", target);
   if (!result.ok() && result.message().find(": HTTP ") == std::string::npos &&
       result.code() == StatusCode::kUnavailable) {
     return UnavailableError(result.message() +

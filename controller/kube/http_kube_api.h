@@ -15,6 +15,12 @@
 //    kind/apiVersion the API server leaves out;
 //  * Watch reads the chunked NDJSON body line by line, maps BOOKMARK, and
 //    turns ERROR events into errors (code 410 -> IsExpired);
+//  * shutdown: CancelWatches / CancelAll close the connections of requests
+//    in flight (through cpprestsdk cancellation tokens), so a server that
+//    accepts but never answers cannot hold a stopping controller for the
+//    request timeout;
+//  * plain http:// only with KubeConfig.allow_insecure_http (--insecure-http):
+//    it would send the bearer token in clear;
 //  * errors: every cpprestsdk exception is caught and becomes kUnavailable
 //    naming the call and the server; HTTP errors go through
 //    HttpStatusToStatus.
@@ -37,8 +43,9 @@ namespace skrull::kube {
 class HttpKubeApi : public KubeApi {
  public:
   // Checks `config` and reads its files once, so that a mistake fails at
-  // startup: InvalidArgument for a server that is not an http(s) URL or PEM
-  // that does not load (naming the field); NotFound naming a missing CA,
+  // startup: InvalidArgument for a server that is not an http(s) URL, an
+  // http:// one without config.allow_insecure_http, or PEM that does not
+  // load (naming the field); NotFound naming a missing CA,
   // client certificate, key or token file. Makes no request.
   static StatusOr<std::unique_ptr<HttpKubeApi>> Create(const KubeConfig& config);
 
@@ -60,6 +67,14 @@ class HttpKubeApi : public KubeApi {
                const std::function<bool(const WatchEvent&)>& on_event) override;
 
   const KubeConfig& config() const;
+
+  // Shutdown in two steps, neither undone. CancelWatches ends every watch in
+  // flight and makes later ones return at once; CancelAll does the same to
+  // every call. A cancelled call returns Unavailable whose message says
+  // "cancelled: the controller is shutting down". Thread-safe; may be called
+  // while other threads are blocked in calls.
+  void CancelWatches();
+  void CancelAll();
 
  private:
   struct Impl;

@@ -24,8 +24,12 @@ inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/ser
 
 struct KubeConfig {
   // "https://10.96.0.1:443" (a path prefix is kept: "https://host/k8s/c1");
-  // http:// only for tests against FakeApiServer.
+  // http:// only with allow_insecure_http (tests against FakeApiServer).
   std::string server;
+  // Accept an http:// server, which sends the bearer token in clear
+  // (`skrull-controller serve --insecure-http`). Set by the caller, never
+  // read from a kubeconfig.
+  bool allow_insecure_http = false;
 
   // Server verification: PEM CA bundle, as text (wins) or a file read when
   // HttpKubeApi is created. Neither = the system roots.

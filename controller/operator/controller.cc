@@ -10,13 +10,14 @@
 #include <thread>
 #include <vector>
 
+#include "controller/reconcile/job_status.h"
 #include "controller/reconcile/names.h"
 
 namespace skrull::controller {
 namespace {
 
-constexpr const char* kPhases[] = {"Pending",   "Running", "Restarting",
-                                   "Succeeded", "Failed",  "Suspended"};
+constexpr const char* kPhases[] = {kPhasePending,   kPhaseRunning, kPhaseRestarting,
+                                   kPhaseSucceeded, kPhaseFailed,  kPhaseSuspended};
 
 std::string KeyOf(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 

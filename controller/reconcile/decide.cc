@@ -1,59 +1,63 @@
 #include "controller/reconcile/decide.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <ctime>
 
+#include "controller/reconcile/json_fields.h"
 #include "controller/reconcile/names.h"
 
 namespace skrull::controller {
 namespace {
 
-constexpr char kPending[] = "Pending";
-constexpr char kRunning[] = "Running";
-constexpr char kRestarting[] = "Restarting";
-constexpr char kSucceeded[] = "Succeeded";
-constexpr char kFailed[] = "Failed";
-constexpr char kSuspended[] = "Suspended";
-
 // Container waiting reasons that mean the pod will not start by itself.
 constexpr const char* kStuckReasons[] = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName",
                                          "CreateContainerConfigError", "CreateContainerError"};
+// Kubernetes' pod phases that Decide reads (the job phases share the names
+// Pending, Running, Succeeded and Failed, but are not the same thing).
+constexpr char kPodPending[] = "Pending";
+constexpr char kPodRunning[] = "Running";
+constexpr char kPodSucceeded[] = "Succeeded";
+constexpr char kPodFailed[] = "Failed";
 
-const json& At(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
+using fields::At;
+using fields::Int;
+using fields::Str;
+
+bool TerminalPhase(const std::string& phase) {
+  return phase == kPhaseSucceeded || phase == kPhaseFailed;
 }
 
-std::string Str(const json& j, const char* key) {
-  const json& v = At(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
+std::chrono::seconds Until(Clock::time_point now, Clock::time_point then) {
+  return std::chrono::duration_cast<std::chrono::seconds>(then - now);
 }
 
-int64_t Int(const json& j, const char* key, int64_t fallback) {
-  const json& v = At(j, key);
-  return v.is_number_integer() ? v.get<int64_t>() : fallback;
+// Smallest positive wait, for requeue_after.
+void RequeueWithin(std::chrono::seconds wait, std::chrono::seconds* requeue_after) {
+  if (wait.count() <= 0) wait = std::chrono::seconds(1);
+  if (requeue_after->count() == 0 || wait < *requeue_after) *requeue_after = wait;
 }
 
-bool Terminal(const std::string& phase) { return phase == kSucceeded || phase == kFailed; }
+// ------------------------------------------------------------ ObservePods
 
 // What one pod is doing, read from its status.
 struct PodView {
   std::string name;
   int node = -1;
   int attempt = -1;
-  std::string phase;  // Pending, Running, Succeeded, Failed, Unknown
+  std::string phase;  // the pod's: Pending, Running, Succeeded, Failed, Unknown
   bool deleting = false;
   std::optional<Clock::time_point> created;
   std::string stuck;    // why it cannot start, e.g. "ImagePullBackOff: ..." ("" = not known stuck)
   std::string failure;  // for Failed pods: "exit code 1 (Error)", "OOMKilled", ...
 
-  bool Live() const { return !deleting && !Terminal(phase); }
+  bool Terminal() const { return phase == kPodSucceeded || phase == kPodFailed; }
+  bool Live() const { return !deleting && !Terminal(); }
+  bool DiedOfMemory() const {
+    return phase == kPodFailed && (failure.find("OOMKilled") != std::string::npos ||
+                                   failure.rfind("exit code 137", 0) == 0);
+  }
 };
 
-PodView View(const json& pod) {
+PodView ObservePod(const json& pod) {
   PodView v;
   const json& meta = At(pod, "metadata");
   const json& labels = At(meta, "labels");
@@ -68,7 +72,7 @@ PodView View(const json& pod) {
   v.created = ParseTime(Str(meta, "creationTimestamp"));
   const json& status = At(pod, "status");
   v.phase = Str(status, "phase");
-  if (v.phase.empty()) v.phase = kPending;
+  if (v.phase.empty()) v.phase = kPodPending;
   for (const json& c : At(status, "conditions")) {
     if (Str(c, "type") == "PodScheduled" && Str(c, "status") == "False" &&
         Str(c, "reason") == "Unschedulable") {
@@ -92,12 +96,288 @@ PodView View(const json& pod) {
       if (!m.empty()) v.failure += ": " + m;
     }
   }
-  if (v.phase == kFailed && v.failure.empty()) {
+  if (v.phase == kPodFailed && v.failure.empty()) {
     v.failure = Str(status, "reason").empty() ? "failed" : Str(status, "reason");
     if (!Str(status, "message").empty()) v.failure += ": " + Str(status, "message");
   }
   return v;
 }
+
+std::vector<PodView> ObservePods(const std::vector<json>& pods) {
+  std::vector<PodView> views;
+  for (const json& p : pods) views.push_back(ObservePod(p));
+  return views;
+}
+
+// --------------------------------------------------------- ObserveAttempt
+
+// The current attempt's pods and what is left of older attempts.
+struct AttemptView {
+  int attempt = 0;
+  std::vector<const PodView*> by_node;  // nullptr: no pod for that node
+  std::vector<std::string> older_live;  // older attempts' live pods: to delete
+  // Older attempts' pods still running or terminating: the next attempt
+  // waits for them, or two node-0 pods would share the rendezvous DNS name.
+  bool older_present = false;
+  NodeCounts counts;
+  const PodView* failed = nullptr;  // the first failed pod of the attempt
+
+  std::vector<const PodView*> Pods() const {
+    std::vector<const PodView*> pods;
+    for (const PodView* p : by_node) {
+      if (p != nullptr) pods.push_back(p);
+    }
+    return pods;
+  }
+};
+
+AttemptView ObserveAttempt(const std::vector<PodView>& pods, int attempt, int nodes) {
+  AttemptView a;
+  a.attempt = attempt;
+  a.by_node.assign(static_cast<size_t>(nodes), nullptr);
+  for (const PodView& p : pods) {
+    if (p.attempt == attempt && p.node >= 0 && p.node < nodes && !p.deleting) {
+      a.by_node[static_cast<size_t>(p.node)] = &p;
+    } else if (p.Live()) {
+      a.older_live.push_back(p.name);
+      a.older_present = true;
+    } else if (p.deleting && !p.Terminal()) {
+      a.older_present = true;
+    }
+  }
+  a.counts.desired = nodes;
+  for (const PodView* p : a.by_node) {
+    if (p == nullptr) {
+      ++a.counts.missing;
+    } else if (p->phase == kPodRunning) {
+      ++a.counts.running;
+    } else if (p->phase == kPodSucceeded) {
+      ++a.counts.succeeded;
+    } else if (p->phase == kPodFailed && a.failed == nullptr) {
+      a.failed = p;
+    }
+  }
+  a.counts.failed = a.failed != nullptr ? 1 : 0;
+  return a;
+}
+
+// ----------------------------------------------------------- ComputePhase
+
+// What this pass does to the job, before it is applied to the status.
+struct Outcome {
+  std::string phase;  // "" = keep the current one (Restarting while old pods go)
+  std::string reason;
+  std::string message;
+  bool warning = false;
+  bool stop_attempt = false;   // delete the attempt's live pods
+  bool restart = false;        // status.restarts + 1, startTime cleared
+  bool finished = false;       // terminal: cleanPodPolicy and TTL apply
+  bool start_missing = false;  // create the pods of nodes that have none
+  bool mark_started = false;   // every node runs for the first time: startTime = now
+  std::optional<AttemptEnd> ended;
+  std::chrono::seconds requeue_after{0};
+};
+
+AttemptEnd EndOf(const AttemptView& a, int64_t bucket_size_tokens, Clock::time_point now) {
+  AttemptEnd end;
+  end.attempt = a.attempt;
+  end.bucket_size_tokens = bucket_size_tokens;
+  end.ended = now;
+  return end;
+}
+
+// The first pod of the attempt still Pending past startDeadlineSeconds, if
+// any; otherwise requeues for the earliest deadline to come.
+const PodView* PastStartDeadline(const AttemptView& a, const api::RunPolicy& rp,
+                                 Clock::time_point now, Outcome* out) {
+  if (rp.start_deadline_seconds <= 0) return nullptr;
+  const PodView* stuck = nullptr;
+  for (const PodView* p : a.Pods()) {
+    if (p->phase != kPodPending || !p->created) continue;
+    const auto deadline = *p->created + std::chrono::seconds(rp.start_deadline_seconds);
+    if (now >= deadline) {
+      if (stuck == nullptr) stuck = p;
+    } else {
+      RequeueWithin(Until(now, deadline), &out->requeue_after);
+    }
+  }
+  return stuck;
+}
+
+Outcome ComputePhase(const AttemptView& a, const api::JobSpec& spec, const JobStatus& status,
+                     Clock::time_point now) {
+  Outcome out;
+  const api::RunPolicy& rp = spec.run_policy;
+  const int nodes = a.counts.desired;
+  const std::string attempt_text = "attempt " + std::to_string(a.attempt);
+
+  if (const PodView* stuck = PastStartDeadline(a, rp, now, &out)) {
+    out.phase = kPhaseFailed;
+    out.reason = kReasonStartDeadlineExceeded;
+    out.message = "pod " + stuck->name + " not running " +
+                  std::to_string(rp.start_deadline_seconds) +
+                  " s after it was created (spec.runPolicy.startDeadlineSeconds)" +
+                  (stuck->stuck.empty() ? "" : ": " + stuck->stuck);
+    out.warning = out.stop_attempt = out.finished = true;
+    return out;
+  }
+  if (a.failed != nullptr) {
+    const std::string why = "pod " + a.failed->name + " failed: " + a.failed->failure;
+    out.ended = EndOf(a, status.bucket_size_tokens, now);
+    out.ended->failure = why;
+    for (const PodView* p : a.Pods()) out.ended->died_of_memory |= p->DiedOfMemory();
+    out.warning = out.stop_attempt = true;
+    if (a.attempt < rp.backoff_limit) {
+      out.phase = kPhaseRestarting;
+      out.reason = kReasonPodFailed;
+      out.message = why + "; restarting every node (restart " + std::to_string(a.attempt + 1) +
+                    " of " + std::to_string(rp.backoff_limit) +
+                    ", resuming from the newest checkpoint)";
+      out.restart = true;
+    } else {
+      out.phase = kPhaseFailed;
+      out.reason = kReasonBackoffLimitExceeded;
+      out.message = why + "; spec.runPolicy.backoffLimit " + std::to_string(rp.backoff_limit) +
+                    " restarts used";
+      out.finished = true;
+    }
+    return out;
+  }
+  if (a.counts.succeeded == nodes) {
+    out.ended = EndOf(a, status.bucket_size_tokens, now);
+    out.ended->succeeded = true;
+    out.phase = kPhaseSucceeded;
+    out.reason = kReasonCompleted;
+    out.message = "every node finished";
+    out.finished = true;
+    return out;
+  }
+  const bool all_running = a.counts.running + a.counts.succeeded == nodes && a.counts.running > 0;
+  out.mark_started = all_running && !status.start_time;
+  const std::optional<Clock::time_point> start = out.mark_started ? now : status.start_time;
+  if (rp.active_deadline_seconds > 0 && start) {
+    const auto deadline = *start + std::chrono::seconds(rp.active_deadline_seconds);
+    if (now >= deadline) {
+      out.phase = kPhaseFailed;
+      out.reason = kReasonDeadlineExceeded;
+      out.message = "running longer than spec.runPolicy.activeDeadlineSeconds " +
+                    std::to_string(rp.active_deadline_seconds) + " s";
+      out.warning = out.stop_attempt = out.finished = true;
+      return out;
+    }
+    RequeueWithin(Until(now, deadline), &out.requeue_after);
+  }
+  out.start_missing = a.counts.missing > 0 && !a.older_present;
+  if (out.start_missing && rp.start_deadline_seconds > 0) {
+    RequeueWithin(std::chrono::seconds(rp.start_deadline_seconds), &out.requeue_after);
+  }
+  if (all_running) {
+    out.phase = kPhaseRunning;
+    out.reason = kReasonAllNodesRunning;
+    out.message = attempt_text + ": " + std::to_string(nodes) + " node(s) running";
+  } else if (status.phase != kPhaseRestarting || !a.older_present) {
+    out.phase = kPhasePending;
+    out.reason = kReasonStarting;
+    out.message = attempt_text + ": " + std::to_string(a.counts.running) + " of " +
+                  std::to_string(nodes) + " node(s) running";
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ Status
+
+// Edits the typed status: phases with their conditions, and the Events of
+// phase changes.
+class StatusBuilder {
+ public:
+  StatusBuilder(JobStatus status, Clock::time_point now) : status_(std::move(status)), now_(now) {}
+
+  JobStatus& status() { return status_; }
+
+  // Sets the phase with its condition True (others of the phases set
+  // False), recording an Event when the phase or the reason changes.
+  void Transition(const std::string& phase, const std::string& reason, const std::string& message,
+                  bool warning, Decision* d) {
+    if (status_.phase != phase || status_.reason != reason) {
+      d->events.push_back({warning ? kEventWarning : kEventNormal, reason, message});
+    }
+    status_.phase = phase;
+    status_.reason = reason;
+    status_.message = message;
+    for (const char* type :
+         {kPhaseRunning, kPhaseRestarting, kPhaseSucceeded, kPhaseFailed, kPhaseSuspended}) {
+      if (type == phase) {
+        Condition(type, true, reason, message);
+      } else if (Find(type) != nullptr) {
+        Condition(type, false, reason, message);
+      }
+    }
+    if (phase != kPhaseSuspended) {
+      Condition(kConditionCreated, true, kReasonPodsCreated, "pods of the job exist");
+    }
+    if (TerminalPhase(phase) && !status_.completion_time) status_.completion_time = now_;
+  }
+
+ private:
+  JobCondition* Find(const std::string& type) {
+    for (JobCondition& c : status_.conditions) {
+      if (c.type == type) return &c;
+    }
+    return nullptr;
+  }
+
+  void Condition(const std::string& type, bool value, const std::string& reason,
+                 const std::string& message) {
+    JobCondition* c = Find(type);
+    if (c == nullptr) {
+      status_.conditions.push_back({type, value, reason, message, now_});
+      return;
+    }
+    if (c->status != value) c->last_transition_time = now_;
+    c->status = value;
+    c->reason = reason;
+    c->message = message;
+  }
+
+  JobStatus status_;
+  Clock::time_point now_;
+};
+
+void DeleteLive(const std::vector<const PodView*>& pods, Decision* d) {
+  for (const PodView* p : pods) {
+    if (p->Live()) d->delete_pods.push_back(p->name);
+  }
+}
+
+std::vector<const PodView*> All(const std::vector<PodView>& pods) {
+  std::vector<const PodView*> all;
+  for (const PodView& p : pods) all.push_back(&p);
+  return all;
+}
+
+// Terminal jobs: cleanPodPolicy and the TTL.
+void Finished(const api::JobSpec& spec, const std::vector<PodView>& pods, const JobStatus& status,
+              Clock::time_point now, Decision* d) {
+  const api::RunPolicy& rp = spec.run_policy;
+  for (const PodView& p : pods) {
+    if (p.deleting) continue;
+    if (rp.clean_pod_policy == api::CleanPodPolicy::kAll ||
+        (rp.clean_pod_policy == api::CleanPodPolicy::kRunning && !p.Terminal())) {
+      d->delete_pods.push_back(p.name);
+    }
+  }
+  if (rp.ttl_seconds_after_finished > 0) {
+    const auto expiry =
+        status.completion_time.value_or(now) + std::chrono::seconds(rp.ttl_seconds_after_finished);
+    if (now >= expiry) {
+      d->delete_job = true;
+    } else {
+      RequeueWithin(Until(now, expiry), &d->requeue_after);
+    }
+  }
+}
+
+// --------------------------------------------------------- DesiredObjects
 
 // The part of the SkrullJob that api::LoadJobSpec reads (Kubernetes adds
 // metadata fields such as uid and managedFields that the spec does not know).
@@ -112,354 +392,122 @@ std::string SpecDocument(const json& job) {
   return doc.dump();
 }
 
-class StatusBuilder {
- public:
-  StatusBuilder(const json& old, Clock::time_point now)
-      : old_(old.is_object() ? old : json::object()), status_(old_), now_(FormatTime(now)) {
-    if (!status_.contains("conditions") || !status_["conditions"].is_array()) {
-      status_["conditions"] = json::array();
-    }
+JobContext AttemptContext(const JobObservation& o, const api::JobSpec& spec,
+                          const JobStatus& status) {
+  const json& meta = At(o.job, "metadata");
+  JobContext ctx;
+  ctx.uid = Str(meta, "uid");
+  if (!Str(o.job, "apiVersion").empty()) ctx.api_version = Str(o.job, "apiVersion");
+  ctx.attempt = status.restarts;
+  ctx.default_trainer_image = o.default_trainer_image;
+  ctx.trainer_service_account = o.trainer_service_account;
+  ctx.pod_security = o.pod_security;
+  if (spec.tuning.enabled) {
+    ctx.bucket_size_override_tokens = Int(status.tuning, "nextBucketSizeTokens", 0);
   }
-
-  json& status() { return status_; }
-  const json& old() const { return old_; }
-  std::string phase() const { return Str(status_, "phase"); }
-
-  // Sets the phase with its condition True (others of the phase set False).
-  void Phase(const std::string& phase, const std::string& reason, const std::string& message) {
-    status_["phase"] = phase;
-    status_["reason"] = reason;
-    status_["message"] = message;
-    for (const char* type : {kRunning, kRestarting, kSucceeded, kFailed, kSuspended}) {
-      if (type == phase) {
-        Condition(type, true, reason, message);
-      } else if (HasCondition(type)) {
-        Condition(type, false, reason, message);
-      }
-    }
-    if (phase != kSuspended) Condition("Created", true, "PodsCreated", "pods of the job exist");
-    if (Terminal(phase) && Str(status_, "completionTime").empty()) {
-      status_["completionTime"] = now_;
-    }
-  }
-
-  void Condition(const std::string& type, bool value, const std::string& reason,
-                 const std::string& message) {
-    const std::string s = value ? "True" : "False";
-    for (json& c : status_["conditions"]) {
-      if (Str(c, "type") != type) continue;
-      if (Str(c, "status") != s) c["lastTransitionTime"] = now_;
-      c["status"] = s;
-      c["reason"] = reason;
-      c["message"] = message;
-      return;
-    }
-    status_["conditions"].push_back({{"type", type},
-                                     {"status", s},
-                                     {"reason", reason},
-                                     {"message", message},
-                                     {"lastTransitionTime", now_}});
-  }
-
-  const std::string& now() const { return now_; }
-
- private:
-  bool HasCondition(const std::string& type) const {
-    for (const json& c : status_["conditions"]) {
-      if (Str(c, "type") == type) return true;
-    }
-    return false;
-  }
-
-  json old_;
-  json status_;
-  std::string now_;
-};
-
-void DeleteLive(const std::vector<PodView>& pods, Decision* d) {
-  for (const PodView& p : pods) {
-    if (p.Live()) d->delete_pods.push_back(p.name);
-  }
+  return ctx;
 }
 
-// Smallest positive wait, for requeue_after.
-void RequeueWithin(std::chrono::seconds wait, Decision* d) {
-  if (wait.count() <= 0) wait = std::chrono::seconds(1);
-  if (d->requeue_after.count() == 0 || wait < d->requeue_after) d->requeue_after = wait;
+// The ConfigMap (created, or replaced when its job YAML changed) and the
+// Service: the children that carry the spec.
+void ReconcileChildren(const JobObservation& o, const DesiredObjects& desired, Decision* d) {
+  if (!o.config_map) {
+    d->create.push_back(desired.config_map);
+  } else if (At(At(*o.config_map, "data"), kJobSpecFileName) != desired.job_yaml) {
+    json cm = desired.config_map;
+    cm["metadata"]["resourceVersion"] = Str(At(*o.config_map, "metadata"), "resourceVersion");
+    d->update_config_map = cm;
+  }
+  if (!o.service) d->create.push_back(desired.service);
 }
 
-void Transition(StatusBuilder& sb, Decision* d, const std::string& phase, const std::string& reason,
-                const std::string& message, bool warning) {
-  if (sb.phase() != phase || Str(sb.status(), "reason") != reason) {
-    d->events.push_back({warning ? "Warning" : "Normal", reason, message});
-  }
-  sb.Phase(phase, reason, message);
+// ------------------------------------------------------------------ Decide
+
+// A job whose spec cannot run: Failed, its live pods deleted.
+void FailInvalidSpec(const std::string& message, const std::vector<PodView>& pods,
+                     StatusBuilder& sb, Decision* d) {
+  sb.Transition(kPhaseFailed, kReasonInvalidSpec, message, true, d);
+  DeleteLive(All(pods), d);
 }
 
-// Terminal jobs: cleanPodPolicy and the TTL.
-void Finished(const api::JobSpec& spec, const std::vector<PodView>& pods, StatusBuilder& sb,
-              Clock::time_point now, Decision* d) {
-  const api::RunPolicy& rp = spec.run_policy;
-  for (const PodView& p : pods) {
-    if (p.deleting) continue;
-    if (rp.clean_pod_policy == api::CleanPodPolicy::kAll ||
-        (rp.clean_pod_policy == api::CleanPodPolicy::kRunning && !Terminal(p.phase))) {
-      d->delete_pods.push_back(p.name);
-    }
+// Applies a running job's Outcome: pods stopped or started, the status.
+void Apply(const Outcome& out, const AttemptView& a, const std::vector<PodView>& pods,
+           const DesiredObjects& desired, const api::JobSpec& spec, Clock::time_point now,
+           StatusBuilder& sb, Decision* d) {
+  JobStatus& status = sb.status();
+  if (out.stop_attempt) DeleteLive(a.Pods(), d);
+  d->attempt_ended = out.ended;
+  if (out.requeue_after.count() > 0) RequeueWithin(out.requeue_after, &d->requeue_after);
+  if (out.restart) {
+    status.restarts = a.attempt + 1;
+    status.start_time.reset();
   }
-  if (rp.ttl_seconds_after_finished > 0) {
-    const auto done = ParseTime(Str(sb.status(), "completionTime"));
-    const auto expiry = done.value_or(now) + std::chrono::seconds(rp.ttl_seconds_after_finished);
-    if (now >= expiry) {
-      d->delete_job = true;
-    } else {
-      RequeueWithin(std::chrono::duration_cast<std::chrono::seconds>(expiry - now), d);
+  if (out.mark_started) status.start_time = now;
+  if (out.start_missing) {
+    for (size_t node = 0; node < a.by_node.size(); ++node) {
+      if (a.by_node[node] == nullptr) d->create.push_back(desired.pods[node]);
     }
+    status.nodes->missing = 0;  // created now: the status says what exists after
   }
+  if (!out.phase.empty()) sb.Transition(out.phase, out.reason, out.message, out.warning, d);
+  if (out.finished) Finished(spec, pods, status, now, d);
+}
+
+Decision Finish(const JobStatus& observed, StatusBuilder& sb, Decision d) {
+  std::sort(d.delete_pods.begin(), d.delete_pods.end());
+  d.delete_pods.erase(std::unique(d.delete_pods.begin(), d.delete_pods.end()), d.delete_pods.end());
+  d.status = sb.status();
+  d.status_changed = d.status != observed;
+  return d;
 }
 
 }  // namespace
 
-std::string FormatTime(Clock::time_point t) {
-  const std::time_t tt = Clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::optional<Clock::time_point> ParseTime(const std::string& text) {
-  std::tm tm{};
-  int consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6) {
-    return std::nullopt;
-  }
-  std::string rest = text.substr(static_cast<size_t>(consumed));
-  if (!rest.empty() && rest[0] == '.') {
-    size_t i = 1;
-    while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i]))) ++i;
-    rest = rest.substr(i);
-  }
-  if (rest != "Z" && rest != "+00:00") return std::nullopt;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  const std::time_t tt = timegm(&tm);
-  if (tt == static_cast<std::time_t>(-1)) return std::nullopt;
-  return Clock::from_time_t(tt);
-}
-
 Decision Decide(const JobObservation& o) {
   Decision d;
   const json& meta = At(o.job, "metadata");
-  StatusBuilder sb(At(o.job, "status"), o.now);
-  sb.status()["observedGeneration"] = Int(meta, "generation", 0);
-  auto finish = [&]() {
-    std::sort(d.delete_pods.begin(), d.delete_pods.end());
-    d.delete_pods.erase(std::unique(d.delete_pods.begin(), d.delete_pods.end()),
-                        d.delete_pods.end());
-    d.status = sb.status();
-    d.status_changed = d.status != sb.old();
-    return d;
-  };
+  const JobStatus observed = JobStatusFromJson(At(o.job, "status"));
+  StatusBuilder sb(observed, o.now);
+  JobStatus& status = sb.status();
+  status.observed_generation = Int(meta, "generation", 0);
 
   const std::string origin = "skrulljob " + Str(meta, "namespace") + "/" + Str(meta, "name");
   StatusOr<api::JobSpec> spec = api::LoadJobSpec(SpecDocument(o.job), origin);
-  std::vector<PodView> pods;
-  for (const json& p : o.pods) pods.push_back(View(p));
+  const std::vector<PodView> pods = ObservePods(o.pods);
   if (!spec.ok()) {
-    Transition(sb, &d, kFailed, "InvalidSpec", spec.status().message(), true);
-    DeleteLive(pods, &d);
-    return finish();
+    FailInvalidSpec(spec.status().message(), pods, sb, &d);
+    return Finish(observed, sb, std::move(d));
   }
-
   d.spec = *spec;
-  const std::string phase = sb.phase();
-  if (Terminal(phase)) {
-    Finished(*spec, pods, sb, o.now, &d);
-    return finish();
+  if (TerminalPhase(status.phase)) {
+    Finished(*spec, pods, status, o.now, &d);
+    return Finish(observed, sb, std::move(d));
   }
   if (spec->run_policy.suspend) {
-    DeleteLive(pods, &d);
-    Transition(sb, &d, kSuspended, "Suspended", "spec.runPolicy.suspend is true; no pods run",
-               false);
-    sb.status().erase("startTime");
-    return finish();
+    DeleteLive(All(pods), &d);
+    sb.Transition(kPhaseSuspended, kReasonSuspended, "spec.runPolicy.suspend is true; no pods run",
+                  false, &d);
+    status.start_time.reset();
+    return Finish(observed, sb, std::move(d));
   }
 
-  const int attempt = static_cast<int>(Int(sb.status(), "restarts", 0));
-  JobContext ctx;
-  ctx.uid = Str(meta, "uid");
-  ctx.api_version = Str(o.job, "apiVersion").empty() ? ctx.api_version : Str(o.job, "apiVersion");
-  ctx.attempt = attempt;
-  ctx.default_trainer_image = o.default_trainer_image;
-  ctx.trainer_service_account = o.trainer_service_account;
-  if (spec->tuning.enabled) {
-    ctx.bucket_size_override_tokens = Int(At(sb.status(), "tuning"), "nextBucketSizeTokens", 0);
-  }
+  const JobContext ctx = AttemptContext(o, *spec, status);
   StatusOr<DesiredObjects> desired = BuildDesired(*spec, ctx);
   if (!desired.ok()) {
-    Transition(sb, &d, kFailed, "InvalidSpec", desired.status().message(), true);
-    DeleteLive(pods, &d);
-    return finish();
+    FailInvalidSpec(desired.status().message(), pods, sb, &d);
+    return Finish(observed, sb, std::move(d));
   }
-  sb.status()["bucketSizeTokens"] = ctx.bucket_size_override_tokens > 0
-                                        ? ctx.bucket_size_override_tokens
-                                        : spec->scheduler.bucket_size_tokens;
+  status.bucket_size_tokens = ctx.bucket_size_override_tokens > 0
+                                  ? ctx.bucket_size_override_tokens
+                                  : spec->scheduler.bucket_size_tokens;
+  ReconcileChildren(o, *desired, &d);
 
-  // Children that carry the spec.
-  if (!o.config_map) {
-    d.create.push_back(desired->config_map);
-  } else if (At(At(*o.config_map, "data"), kJobSpecFileName) != desired->job_yaml) {
-    json cm = desired->config_map;
-    cm["metadata"]["resourceVersion"] = Str(At(*o.config_map, "metadata"), "resourceVersion");
-    d.update_config_map = cm;
-  }
-  if (!o.service) d.create.push_back(desired->service);
-
-  // Pods: the current attempt's by node; older attempts' must be gone first,
-  // or two node-0 pods would share the rendezvous DNS name.
-  const int nodes = spec->parallelism.nodes;
-  std::vector<const PodView*> current(static_cast<size_t>(nodes), nullptr);
-  bool older_live = false;
-  for (const PodView& p : pods) {
-    if (p.attempt == attempt && p.node >= 0 && p.node < nodes && !p.deleting) {
-      current[static_cast<size_t>(p.node)] = &p;
-    } else if (p.Live()) {
-      d.delete_pods.push_back(p.name);
-      older_live = true;
-    } else if (p.deleting && !Terminal(p.phase)) {
-      older_live = true;
-    }
-  }
-
-  int running = 0, succeeded = 0, missing = 0;
-  const PodView* failed = nullptr;
-  const PodView* stuck = nullptr;
-  const api::RunPolicy& rp = spec->run_policy;
-  for (const PodView* p : current) {
-    if (p == nullptr) {
-      ++missing;
-      continue;
-    }
-    if (p->phase == kRunning) ++running;
-    if (p->phase == kSucceeded) ++succeeded;
-    if (p->phase == kFailed && failed == nullptr) failed = p;
-    if (p->phase == kPending && rp.start_deadline_seconds > 0 && p->created) {
-      const auto deadline = *p->created + std::chrono::seconds(rp.start_deadline_seconds);
-      if (o.now >= deadline) {
-        if (stuck == nullptr) stuck = p;
-      } else {
-        RequeueWithin(std::chrono::duration_cast<std::chrono::seconds>(deadline - o.now), &d);
-      }
-    }
-  }
-  sb.status()["nodes"] = {{"desired", nodes},
-                          {"running", running},
-                          {"succeeded", succeeded},
-                          {"failed", failed ? 1 : 0},
-                          {"missing", missing}};
-  std::vector<PodView> attempt_pods;
-  for (const PodView* p : current) {
-    if (p) attempt_pods.push_back(*p);
-  }
-
-  if (stuck != nullptr) {
-    DeleteLive(attempt_pods, &d);
-    Transition(sb, &d, kFailed, "StartDeadlineExceeded",
-               "pod " + stuck->name + " not running " + std::to_string(rp.start_deadline_seconds) +
-                   " s after it was created (spec.runPolicy.startDeadlineSeconds)" +
-                   (stuck->stuck.empty() ? "" : ": " + stuck->stuck),
-               true);
-    Finished(*spec, pods, sb, o.now, &d);
-    return finish();
-  }
-  const int64_t bucket_in_use = sb.status()["bucketSizeTokens"].get<int64_t>();
-  auto attempt_end = [&] {
-    AttemptEnd end;
-    end.attempt = attempt;
-    end.bucket_size_tokens = bucket_in_use;
-    end.ended = o.now;
-    return end;
-  };
-  if (failed != nullptr) {
-    DeleteLive(attempt_pods, &d);
-    const std::string why = "pod " + failed->name + " failed: " + failed->failure;
-    AttemptEnd end = attempt_end();
-    end.failure = why;
-    for (const PodView& p : attempt_pods) {
-      if (p.phase == kFailed && (p.failure.find("OOMKilled") != std::string::npos ||
-                                 p.failure.rfind("exit code 137", 0) == 0)) {
-        end.died_of_memory = true;
-      }
-    }
-    d.attempt_ended = end;
-    if (attempt < rp.backoff_limit) {
-      sb.status()["restarts"] = attempt + 1;
-      sb.status().erase("startTime");
-      Transition(sb, &d, kRestarting, "PodFailed",
-                 why + "; restarting every node (restart " + std::to_string(attempt + 1) + " of " +
-                     std::to_string(rp.backoff_limit) + ", resuming from the newest checkpoint)",
-                 true);
-    } else {
-      Transition(sb, &d, kFailed, "BackoffLimitExceeded",
-                 why + "; spec.runPolicy.backoffLimit " + std::to_string(rp.backoff_limit) +
-                     " restarts used",
-                 true);
-      Finished(*spec, pods, sb, o.now, &d);
-    }
-    return finish();
-  }
-  if (succeeded == nodes) {
-    AttemptEnd end = attempt_end();
-    end.succeeded = true;
-    d.attempt_ended = end;
-    Transition(sb, &d, kSucceeded, "Completed", "every node finished", false);
-    Finished(*spec, pods, sb, o.now, &d);
-    return finish();
-  }
-  const bool all_running = running + succeeded == nodes && running > 0;
-  if (all_running && Str(sb.status(), "startTime").empty()) sb.status()["startTime"] = sb.now();
-  if (rp.active_deadline_seconds > 0) {
-    if (auto start = ParseTime(Str(sb.status(), "startTime"))) {
-      const auto deadline = *start + std::chrono::seconds(rp.active_deadline_seconds);
-      if (o.now >= deadline) {
-        DeleteLive(attempt_pods, &d);
-        Transition(sb, &d, kFailed, "DeadlineExceeded",
-                   "running longer than spec.runPolicy.activeDeadlineSeconds " +
-                       std::to_string(rp.active_deadline_seconds) + " s",
-                   true);
-        Finished(*spec, pods, sb, o.now, &d);
-        return finish();
-      }
-      RequeueWithin(std::chrono::duration_cast<std::chrono::seconds>(deadline - o.now), &d);
-    }
-  }
-
-  if (missing > 0 && !older_live) {
-    for (int node = 0; node < nodes; ++node) {
-      if (current[static_cast<size_t>(node)] == nullptr) {
-        d.create.push_back(desired->pods[static_cast<size_t>(node)]);
-      }
-    }
-    sb.status()["nodes"]["missing"] = 0;  // created now: the status says what exists after
-    if (rp.start_deadline_seconds > 0) {
-      RequeueWithin(std::chrono::seconds(rp.start_deadline_seconds), &d);
-    }
-  }
-  if (all_running) {
-    Transition(
-        sb, &d, kRunning, "AllNodesRunning",
-        "attempt " + std::to_string(attempt) + ": " + std::to_string(nodes) + " node(s) running",
-        false);
-  } else if (phase != kRestarting || !older_live) {
-    Transition(sb, &d, kPending, "Starting",
-               "attempt " + std::to_string(attempt) + ": " + std::to_string(running) + " of " +
-                   std::to_string(nodes) + " node(s) running",
-               false);
-  }
-  return finish();
+  const AttemptView attempt = ObserveAttempt(pods, ctx.attempt, spec->parallelism.nodes);
+  d.delete_pods.insert(d.delete_pods.end(), attempt.older_live.begin(), attempt.older_live.end());
+  status.nodes = attempt.counts;
+  const Outcome outcome = ComputePhase(attempt, *spec, status, o.now);
+  Apply(outcome, attempt, pods, *desired, *spec, o.now, sb, &d);
+  return Finish(observed, sb, std::move(d));
 }
 
 }  // namespace skrull::controller

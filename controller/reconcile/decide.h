@@ -4,19 +4,21 @@
 // .status. Pure: no I/O, so every transition is a table-driven unit test, and
 // deciding again on the result changes nothing (idempotent).
 //
-// Phases (status.phase) and what moves between them:
-//   Pending     pods of the current attempt created, not all Running yet
-//   Running     every pod of the attempt Running (status.startTime set)
-//   Restarting  a pod failed and runPolicy.backoffLimit allows another attempt:
-//               the attempt's live pods are deleted; once they are gone the next
-//               attempt (status.restarts + 1) starts, resuming from the newest
-//               checkpoint. Failed pods stay for their logs.
-//   Succeeded   every pod of the attempt Succeeded
-//   Failed      backoffLimit exhausted, a pod not Running within
-//               startDeadlineSeconds (unschedulable, image pull failing: a
-//               restart would not help), activeDeadlineSeconds passed, or the
-//               spec is invalid; live pods are deleted
-//   Suspended   runPolicy.suspend: live pods deleted; clearing it starts again
+// It runs in named stages, each a pure function of the one before:
+//   ObservePods      pods -> what each is doing (phase, node, attempt, why stuck/failed)
+//   ObserveAttempt   the current attempt's pods by node, counts, older attempts' leftovers
+//   ComputePhase     -> an Outcome: the phase and reason, whether to stop the
+//                    attempt, restart, finish, start missing pods, when to look again
+//   DesiredObjects   BuildDesired (desired.h) -> children to create or update
+//   Status           the Outcome applied to the typed JobStatus (job_status.h):
+//                    phase, conditions, times, Events
+//
+// Phases, conditions and reasons are the constants of job_status.h:
+//   Pending -> Running -> Succeeded; a failed pod -> Restarting -> Pending
+//   (next attempt, resuming from the newest checkpoint) until
+//   runPolicy.backoffLimit, then Failed; Failed also for a pod not Running
+//   within startDeadlineSeconds, activeDeadlineSeconds passed, or an invalid
+//   spec; Suspended while runPolicy.suspend. Failed pods stay for their logs.
 // Terminal phases apply cleanPodPolicy and ttlSecondsAfterFinished.
 // Conditions (metav1.Condition shape) mirror the phase: Created, Running,
 // Restarting, Succeeded, Failed, Suspended; lastTransitionTime changes only
@@ -33,16 +35,9 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/reconcile/desired.h"
+#include "controller/reconcile/job_status.h"
 
 namespace skrull::controller {
-
-using Clock = std::chrono::system_clock;
-
-// "2026-11-23T03:10:16Z" (UTC, seconds), as Kubernetes writes times.
-std::string FormatTime(Clock::time_point t);
-// Parses FormatTime's output (fractional seconds and "+00:00" accepted);
-// nullopt for anything else.
-std::optional<Clock::time_point> ParseTime(const std::string& text);
 
 struct JobObservation {
   json job;                        // the SkrullJob as read (metadata, spec, status)
@@ -53,11 +48,12 @@ struct JobObservation {
   // Controller settings passed through to BuildDesired.
   std::string default_trainer_image;
   std::string trainer_service_account;
+  TrainerPodSecurity pod_security;
 };
 
 struct JobEvent {
-  std::string type;    // "Normal" or "Warning"
-  std::string reason;  // CamelCase, e.g. "PodFailed", "Restarting"
+  std::string type;    // kEventNormal or kEventWarning
+  std::string reason;  // a kReason* constant (job_status.h)
   std::string message;
 };
 
@@ -77,7 +73,7 @@ struct Decision {
   std::optional<json> update_config_map;  // replace the ConfigMap (its job YAML changed)
   std::vector<std::string> delete_pods;   // pod names
   bool delete_job = false;                // ttlSecondsAfterFinished has passed
-  json status;                            // the whole new .status
+  JobStatus status;                       // the whole new .status
   bool status_changed = false;            // status differs from the observed one
   std::vector<JobEvent> events;
   std::optional<api::JobSpec> spec;  // the parsed spec (absent when invalid)

@@ -58,6 +58,15 @@ json Resources(const api::JobSpec& spec) {
   return r;
 }
 
+// The Pod Security Standards' "restricted" container settings, plus what
+// the controller was told NCCL may have.
+json ContainerSecurityContext(const TrainerPodSecurity& security) {
+  json capabilities = {{"drop", json::array({"ALL"})}};
+  if (security.ipc_lock) capabilities["add"] = json::array({"IPC_LOCK"});
+  return {
+      {"allowPrivilegeEscalation", false}, {"runAsNonRoot", true}, {"capabilities", capabilities}};
+}
+
 json Pod(const api::JobSpec& spec, const JobContext& ctx, int node) {
   const std::string& job = spec.name;
   json meta = Metadata(PodName(job, node, ctx.attempt), spec, ctx);
@@ -92,13 +101,15 @@ json Pod(const api::JobSpec& spec, const JobContext& ctx, int node) {
 
   json mounts = json::array({
       {{"name", "job-spec"}, {"mountPath", kJobSpecMountPath}, {"readOnly", true}},
-      {{"name", "dshm"}, {"mountPath", "/dev/shm"}},
   });
   json volumes = json::array({
       {{"name", "job-spec"}, {"configMap", {{"name", SpecConfigMapName(job)}}}},
-      // Docker's 64 MiB /dev/shm is too small for NCCL's shared-memory transport.
-      {{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}},
   });
+  if (ctx.pod_security.shared_memory) {
+    // The runtime's 64 MiB /dev/shm is too small for NCCL's shared-memory transport.
+    mounts.push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
+    volumes.push_back({{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}});
+  }
   if (!spec.storage.claim_name.empty()) {
     mounts.push_back({{"name", "storage"},
                       {"mountPath", spec.storage.mount_path},
@@ -119,6 +130,7 @@ json Pod(const api::JobSpec& spec, const JobContext& ctx, int node) {
       {"ports", ports},
       {"resources", Resources(spec)},
       {"volumeMounts", mounts},
+      {"securityContext", ContainerSecurityContext(ctx.pod_security)},
   };
   json pod_spec = {
       {"restartPolicy", "Never"},               // the controller restarts the whole group
@@ -126,6 +138,8 @@ json Pod(const api::JobSpec& spec, const JobContext& ctx, int node) {
       {"hostname", PodHostname(job, node)},
       {"subdomain", ServiceName(job)},
       {"terminationGracePeriodSeconds", ctx.termination_grace_seconds},
+      {"securityContext",
+       {{"runAsNonRoot", true}, {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
       {"containers", json::array({container})},
       {"volumes", volumes},
   };
@@ -151,6 +165,7 @@ std::string TrainerJobYaml(const api::JobSpec& spec, const JobContext& ctx) {
     s.scheduler.bucket_size_auto = false;
     s.scheduler.bucket_size_tokens = ctx.bucket_size_override_tokens;
   }
+  // TODO(integrator): pods serve /metrics on all addresses: s.metrics.address = "0.0.0.0";
   return api::ToYaml(s);
 }
 

@@ -23,6 +23,20 @@ namespace skrull::controller {
 
 using json = nlohmann::json;
 
+// What trainer pods may do beyond the restricted default. By default every
+// trainer pod runs as non-root (runAsNonRoot; the images' user is 65532),
+// with seccomp RuntimeDefault, no privilege escalation and every capability
+// dropped (the Pod Security Standards' "restricted" profile). What NCCL may
+// need is opt-in, per controller (docs/deploy.md "Trainer pod security"):
+struct TrainerPodSecurity {
+  // Adds the IPC_LOCK capability (pinning memory for InfiniBand/RDMA).
+  bool ipc_lock = false;
+  // Mounts a memory-backed emptyDir at /dev/shm: NCCL's shared-memory
+  // transport needs more than the runtime's 64 MiB. Counts against the
+  // pod's memory limit.
+  bool shared_memory = false;
+};
+
 // What the controller knows about the job object and its own settings.
 struct JobContext {
   // The SkrullJob object: owner of everything created.
@@ -36,6 +50,7 @@ struct JobContext {
   // ("" = the spec's). Set by `skrull-controller serve --trainer-image`.
   std::string default_trainer_image;
   std::string trainer_service_account;  // "" = the namespace's default
+  TrainerPodSecurity pod_security;
   int termination_grace_seconds = 120;  // time for a final checkpoint on SIGTERM
 };
 

@@ -55,6 +55,7 @@ StatusOr<ReconcileResult> Reconciler::ReconcileJob(const std::string& ns, const 
   o.now = options_.now();
   o.default_trainer_image = options_.default_trainer_image;
   o.trainer_service_account = options_.trainer_service_account;
+  o.pod_security = options_.pod_security;
   const std::string selector = std::string(kLabelJobName) + "=" + name;
   for (const Resource& r :
        {kube::PodsResource(), kube::ServicesResource(), kube::ConfigMapsResource()}) {
@@ -75,16 +76,16 @@ StatusOr<ReconcileResult> Reconciler::ReconcileJob(const std::string& ns, const 
 
   Decision d = Decide(o);
   if (d.attempt_ended && d.spec && d.spec->tuning.enabled && options_.tune) Tune(*job, &d);
-  if (d.spec && options_.progress && d.status.value("phase", "") == "Running") {
+  if (d.spec && options_.progress && d.status.phase == kPhaseRunning) {
     // Best effort: a metrics outage must not stall the job's reconcile.
     StatusOr<json> progress = options_.progress(*d.spec);
-    if (progress.ok() && d.status.value("progress", json()) != *progress) {
-      d.status["progress"] = *progress;
+    if (progress.ok() && d.status.progress != *progress) {
+      d.status.progress = *progress;
       d.status_changed = true;
     }
   }
   SKRULL_RETURN_IF_ERROR(Apply(o, d, &result).WithContext(where));
-  result.phase = d.status.value("phase", "");
+  result.phase = d.status.phase;
   result.requeue_after = d.requeue_after;
   return result;
 }
@@ -113,9 +114,10 @@ Status Reconciler::Apply(const JobObservation& o, const Decision& d, ReconcileRe
     (void)RecordEvent(o.job, e);
   }
   if (d.status_changed) {
+    const json patch = JobStatusMergePatch(o.job.value("status", json::object()), d.status);
     StatusOr<json> patched =
         api_->Patch(kube::SkrullJobsResource(), ns, name, kube::PatchType::kMerge,
-                    json{{"status", d.status}}, /*status_subresource=*/true);
+                    json{{"status", patch}}, /*status_subresource=*/true);
     if (!patched.ok()) return patched.status();
     r->status_written = true;
   }
@@ -129,18 +131,18 @@ Status Reconciler::Apply(const JobObservation& o, const Decision& d, ReconcileRe
 void Reconciler::Tune(const json& job, Decision* d) {
   const AttemptEnd& end = *d->attempt_ended;
   StatusOr<json> verdict = options_.tune(*d->spec, job, end);
-  json tuning = d->status.value("tuning", json::object());
+  json tuning = d->status.tuning.is_object() ? d->status.tuning : json::object();
   if (verdict.ok()) {
     tuning = *verdict;
     tuning["attempt"] = end.attempt;
-    d->events.push_back({"Normal", "Tuned", tuning.value("reason", "bucketSize judged")});
+    d->events.push_back({kEventNormal, kReasonTuned, tuning.value("reason", "bucketSize judged")});
   } else {
     // Keep the last recommendation; say why this attempt gave none.
     tuning["error"] = verdict.status().message();
     tuning["attempt"] = end.attempt;
-    d->events.push_back({"Warning", "TuningFailed", verdict.status().message()});
+    d->events.push_back({kEventWarning, kReasonTuningFailed, verdict.status().message()});
   }
-  d->status["tuning"] = tuning;
+  d->status.tuning = tuning;
   d->status_changed = true;
 }
 

@@ -37,6 +37,7 @@ using ProgressFn = std::function<StatusOr<json>(const api::JobSpec& spec)>;
 struct ReconcilerOptions {
   std::string default_trainer_image;    // see JobContext
   std::string trainer_service_account;  // see JobContext
+  TrainerPodSecurity pod_security;      // see JobContext
   std::function<Clock::time_point()> now = [] { return Clock::now(); };
   TuneFn tune;          // null: status.tuning is left alone
   ProgressFn progress;  // null: no status.progress

@@ -12,13 +12,16 @@ namespace skrull::tuner {
 struct HttpPrometheusApi::Impl {
   explicit Impl(const web::uri& base, const web::http::client::http_client_config& config)
       : client(base, config) {}
-  web::http::client::http_client client;  // thread-safe for concurrent requests
+  web::http::client::http_client client;   // thread-safe for concurrent requests
+  pplx::cancellation_token_source cancel;  // CancelAll
 };
 
 HttpPrometheusApi::HttpPrometheusApi(std::string base_url, std::unique_ptr<Impl> impl)
     : base_url_(std::move(base_url)), impl_(std::move(impl)) {}
 
 HttpPrometheusApi::~HttpPrometheusApi() = default;
+
+void HttpPrometheusApi::CancelAll() { impl_->cancel.cancel(); }
 
 StatusOr<std::unique_ptr<HttpPrometheusApi>> HttpPrometheusApi::Create(
     const std::string& base_url, std::chrono::milliseconds timeout, const std::string& what) {
@@ -57,12 +60,15 @@ StatusOr<nlohmann::json> HttpPrometheusApi::Query(const std::string& promql,
     path.append_query("time", t);
   }
   const std::string request = "GET " + base_url_ + "/api/v1/query";
+  const pplx::cancellation_token cancel = impl_->cancel.get_token();
+  if (cancel.is_canceled()) return UnavailableError(request + ": cancelled: shutting down");
   try {
     web::http::http_response response =
-        impl_->client.request(web::http::methods::GET, path.to_string()).get();
+        impl_->client.request(web::http::methods::GET, path.to_string(), cancel).get();
     const std::string body = response.extract_utf8string(/*ignore_content_type=*/true).get();
     return ParseQueryResponse(response.status_code(), body, request);
   } catch (const std::exception& e) {
+    if (cancel.is_canceled()) return UnavailableError(request + ": cancelled: shutting down");
     return UnavailableError(request + ": " + e.what());
   }
 }

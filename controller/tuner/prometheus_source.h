@@ -70,6 +70,10 @@ class HttpPrometheusApi : public PrometheusApi {
   StatusOr<nlohmann::json> Query(const std::string& promql, double time_unix_seconds) override;
   std::string Describe() const override { return base_url_; }
 
+  // Ends queries in flight now and makes later ones fail at once
+  // (Unavailable, "cancelled"): serve's shutdown. Thread-safe; not undone.
+  void CancelAll();
+
  private:
   struct Impl;
   HttpPrometheusApi(std::string base_url, std::unique_ptr<Impl> impl);

@@ -41,21 +41,14 @@ TRAINER_POD_LABELS = {  # what the controller puts on trainer pods (docs/deploy.
     "skrull.io/job-name": "demo",
     "skrull.io/node-rank": "0",
 }
-CONTROLLER_RULES = [  # ops-notes §7.5
-    (
-        ("skrull.io",),
-        ("skrulljobs",),
-        ("get", "list", "watch", "create", "update", "patch", "delete"),
-    ),
-    (("skrull.io",), ("skrulljobs/status",), ("get", "update", "patch")),
+CONTROLLER_RULES = [  # docs/deploy.md, "RBAC": only the verbs the controller uses
+    (("skrull.io",), ("skrulljobs",), ("get", "list", "watch", "delete")),
+    (("skrull.io",), ("skrulljobs/status",), ("get", "patch")),
     (("skrull.io",), ("skrulljobs/finalizers",), ("update",)),
-    (
-        ("",),
-        ("pods", "services", "configmaps"),
-        ("get", "list", "watch", "create", "update", "patch", "delete"),
-    ),
-    (("",), ("pods/log",), ("get",)),
-    (("",), ("events",), ("create", "patch")),
+    (("",), ("pods",), ("get", "list", "watch", "create", "delete")),
+    (("",), ("services",), ("get", "list", "watch", "create")),
+    (("",), ("configmaps",), ("get", "list", "watch", "create", "update")),
+    (("",), ("events",), ("create",)),
 ]
 LEASE_RULES = [(("coordination.k8s.io",), ("leases",), ("get", "create", "update"))]
 
@@ -197,7 +190,7 @@ def check_controller_rbac(c, docs, label, kind, namespace, prefix, account, rele
     """The controller's (Cluster)Role and binding, and its lease Role."""
     role = one(docs, kind, f"{prefix}-controller")
     c.equal(
-        f"{label}: controller {kind} (namespace {namespace}) has the rules of ops-notes 7.5",
+        f"{label}: controller {kind} (namespace {namespace}) has the rules of docs/deploy.md",
         (role["metadata"].get("namespace"), rules_of(role)),
         (namespace, CONTROLLER_RULES),
     )
@@ -230,12 +223,12 @@ def check_defaults(c, helm):
             [
                 "ClusterRole",
                 "ClusterRole",
-                "ClusterRole",
-                "ClusterRoleBinding",
                 "ConfigMap",
                 "CustomResourceDefinition",
                 "Deployment",
                 "Role",
+                "Role",
+                "RoleBinding",
                 "RoleBinding",
                 "Service",
                 "ServiceAccount",
@@ -244,6 +237,7 @@ def check_defaults(c, helm):
         ),
     )
     check_common_metadata(c, docs, label, "skrull")
+    check_no_cluster_wide_writes(c, docs, label)
     ctr = check_controller_pod(
         c,
         docs,
@@ -267,6 +261,8 @@ def check_defaults(c, helm):
             "--metrics-port",
             "8080",
             "--leader-elect",
+            "--namespace",
+            "skrull-system",
             "--trainer-image",
             "ghcr.io/skrull/trainer:0.1.0",
             "--trainer-service-account",
@@ -282,7 +278,7 @@ def check_defaults(c, helm):
     )
     c.equal(f"{label}: 1 replica", one(docs, "Deployment")["spec"]["replicas"], 1)
     check_controller_rbac(
-        c, docs, label, "ClusterRole", None, "skrull", "skrull-controller", "skrull-system"
+        c, docs, label, "Role", "skrull-system", "skrull", "skrull-controller", "skrull-system"
     )
     trainer_sa = one(docs, "ServiceAccount", "skrull-trainer")
     c.check(
@@ -340,11 +336,62 @@ def check_defaults(c, helm):
     )
     pm = one(helm.render("--set", "metrics.podMonitor.enabled=true", *api_flags()), "PodMonitor")
     c.check(
-        "all namespaces watched: the PodMonitor looks in every namespace, metrics-0..metrics-7",
-        pm["spec"]["namespaceSelector"] == {"any": True}
+        "defaults: the PodMonitor looks in the release namespace, metrics-0..metrics-7",
+        pm["spec"]["namespaceSelector"] == {"matchNames": ["skrull-system"]}
         and [e["port"] for e in pm["spec"]["podMetricsEndpoints"]]
         == [f"metrics-{i}" for i in range(8)],
         pm["spec"],
+    )
+
+
+CORE_WRITES = {"create", "update", "patch", "delete", "deletecollection", "*"}
+
+
+def check_no_cluster_wide_writes(c, docs, label):
+    """No ClusterRole the chart binds lets anyone write pods, Services or ConfigMaps."""
+    bound = {b["roleRef"]["name"] for b in by_kind(docs, "ClusterRoleBinding")}
+    wide = [
+        f"{r['metadata']['name']}: {rule}"
+        for r in by_kind(docs, "ClusterRole")
+        for rule in r["rules"]
+        if (r["metadata"]["name"] in bound or not r["metadata"].get("labels", {}))
+        and "" in rule["apiGroups"]
+        and set(rule["resources"]) & {"pods", "services", "configmaps", "*"}
+        and set(rule["verbs"]) & CORE_WRITES
+    ]
+    c.check(
+        f"{label}: no cluster-wide write access to pods, services or configmaps",
+        not wide and not by_kind(docs, "ClusterRoleBinding"),
+        wide,
+    )
+
+
+def check_cluster_wide(c, helm):
+    """rbac.clusterWide: the one mode with a ClusterRole, and every namespace watched."""
+    label = "rbac.clusterWide=true"
+    docs = helm.render("--set", "rbac.clusterWide=true", "--set", "metrics.podMonitor.enabled=true",
+                       *api_flags())
+    check_common_metadata(c, docs, label, "skrull")
+    check_controller_rbac(
+        c, docs, label, "ClusterRole", None, "skrull", "skrull-controller", "skrull-system"
+    )
+    c.check(
+        f"{label}: no --namespace (every namespace is watched)",
+        "--namespace" not in container(docs)["args"],
+        container(docs)["args"],
+    )
+    c.equal(
+        f"{label}: the PodMonitor looks in every namespace",
+        one(docs, "PodMonitor")["spec"]["namespaceSelector"],
+        {"any": True},
+    )
+    docs = helm.render("--set", "rbac.clusterWide=true", "--set", "watchNamespace=team-a")
+    c.check(
+        f"{label} with watchNamespace: a ClusterRole, one watched namespace",
+        len([r for r in by_kind(docs, "ClusterRole") if r["metadata"]["name"] == "skrull-controller"])
+        == 1
+        and container(docs)["args"][4:6] == ["--namespace", "team-a"],
+        container(docs)["args"],
     )
 
 
@@ -410,6 +457,8 @@ def check_all_values(c, helm):
             "registry.example.com:5000/ml/skrull-trainer:0.1.0-cu124",
             "--trainer-service-account",
             "skrull-trainer",
+            "--trainer-ipc-lock",
+            "--trainer-shared-memory",
             "--resync-seconds",
             "120",
             "--prometheus-url",
@@ -441,6 +490,7 @@ def check_all_values(c, helm):
         and pod["metadata"]["annotations"] == {"example.com/audit": "true"}
         and pod["metadata"]["labels"].get("team") == "ml-platform",
     )
+    check_no_cluster_wide_writes(c, docs, label)
     c.check(
         f"{label}: no ClusterRole or ClusterRoleBinding in single-namespace mode "
         "(aggregateToDefaultRoles off)",
@@ -569,6 +619,8 @@ def check_toggles(c, helm):
             "serve",
             "--metrics-port",
             "8080",
+            "--namespace",
+            "skrull-system",
             "--trainer-image",
             "ghcr.io/skrull/trainer:0.1.0",
             "--resync-seconds",
@@ -689,6 +741,7 @@ def main():
     check_lint(c, helm, CHART, VALUES_ALL)
     check_defaults(c, helm)
     check_all_values(c, helm)
+    check_cluster_wide(c, helm)
     check_toggles(c, helm)
     check_notes(c, helm)
     check_package(c, helm)

@@ -90,6 +90,18 @@ app.kubernetes.io/managed-by: skrull-controller
 {{- end }}
 
 {{/*
+The namespace the controller watches (`--namespace`): watchNamespace, else
+the release namespace; "" (every namespace) only with rbac.clusterWide.
+*/}}
+{{- define "skrull.watchNamespace" -}}
+{{- if .Values.watchNamespace }}
+{{- .Values.watchNamespace }}
+{{- else if not .Values.rbac.clusterWide }}
+{{- .Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/*
 Namespaces the trainer ServiceAccount is created in, one per line.
 */}}
 {{- define "skrull.trainerServiceAccountNamespaces" -}}

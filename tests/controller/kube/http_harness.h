@@ -25,6 +25,7 @@ inline HttpHarness StartHttpHarness(KubeConfig config = {}, FakeApiServerOptions
   if (!server.ok()) return h;
   h.server = std::move(server).value();
   config.server = h.server->url();
+  config.allow_insecure_http = true;  // FakeApiServer speaks plain HTTP
   StatusOr<std::unique_ptr<HttpKubeApi>> api = HttpKubeApi::Create(config);
   EXPECT_TRUE(api.ok()) << api.status();
   if (api.ok()) h.api = std::move(api).value();

@@ -5,12 +5,16 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <fstream>
+#include <future>
+#include <thread>
 
 #include "common/file_util.h"
 #include "controller/kube/fake_kubelet.h"
 #include "tests/controller/kube/http_harness.h"
 #include "tests/controller/kube/kube_test_util.h"
+#include "tests/controller/kube/silent_server.h"
 
 namespace skrull::kube {
 namespace {
@@ -197,6 +201,7 @@ TEST(HttpKubeApi, UnreachableServerIsUnavailableNamingIt) {
   HttpHarness h = Start();
   KubeConfig config;
   config.server = h.server->url();
+  config.allow_insecure_http = true;
   h.server.reset();  // nobody listens there any more
   StatusOr<std::unique_ptr<HttpKubeApi>> api = HttpKubeApi::Create(config);
   ASSERT_TRUE(api.ok());
@@ -227,6 +232,61 @@ TEST(HttpKubeApi, BadConfigFailsAtCreate) {
   config.certificate_authority_data = "";
   config.bearer_token_file = "/nonexistent/token";
   EXPECT_EQ(HttpKubeApi::Create(config).status().code(), StatusCode::kNotFound);
+}
+
+TEST(HttpKubeApi, PlainHttpIsRefusedUnlessInsecureHttpIsAllowed) {
+  KubeConfig config;
+  config.server = "http://10.0.0.1:8080";
+  config.bearer_token = "secret";
+  StatusOr<std::unique_ptr<HttpKubeApi>> refused = HttpKubeApi::Create(config);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("server \"http://10.0.0.1:8080\" is plain http://"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find("--insecure-http"), std::string::npos)
+      << refused.status();
+  config.allow_insecure_http = true;
+  EXPECT_TRUE(HttpKubeApi::Create(config).ok());
+}
+
+// Waits until `server` has accepted a connection (the call is in flight).
+bool WaitForConnection(const testing::SilentServer& server) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server.accepted() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return server.accepted() > 0;
+}
+
+TEST(HttpKubeApi, CancelAllEndsACallTheServerNeverAnswers) {
+  testing::SilentServer silent;
+  ASSERT_NE(silent.port(), 0);
+  KubeConfig config;
+  config.server = silent.url();
+  config.allow_insecure_http = true;
+  config.request_timeout = std::chrono::seconds(30);
+  StatusOr<std::unique_ptr<HttpKubeApi>> api = HttpKubeApi::Create(config);
+  ASSERT_TRUE(api.ok()) << api.status();
+  auto call = std::async(std::launch::async, [&] { return (*api)->Get(kPods, "ns", "p"); });
+  ASSERT_TRUE(WaitForConnection(silent));
+  EXPECT_EQ(call.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout)
+      << "the server never answers: the call waits";
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  (*api)->CancelAll();
+  ASSERT_EQ(call.wait_for(std::chrono::seconds(1)), std::future_status::ready)
+      << "a cancelled call must not wait for the 30 s request timeout";
+  const auto took = std::chrono::steady_clock::now() - cancelled_at;
+  EXPECT_LT(took, std::chrono::milliseconds(500))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  StatusOr<json> got = call.get();
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(got.status().message().find("cancelled: the controller is shutting down"),
+            std::string::npos)
+      << got.status();
+  // Later calls fail at once, without connecting.
+  const int connections = silent.accepted();
+  EXPECT_NE((*api)->Get(kPods, "ns", "p").status().message().find("cancelled"), std::string::npos);
+  EXPECT_EQ(silent.accepted(), connections);
 }
 
 TEST(HttpKubeApi, WrongTokenIsUnauthorized) {

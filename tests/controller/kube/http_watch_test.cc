@@ -171,6 +171,32 @@ TEST(HttpWatch, StoppingFromTheCallbackEndsTheStream) {
   EXPECT_TRUE(h.api->Get(kPods, "ns", "a").ok());
 }
 
+TEST(HttpWatch, CancelWatchesEndsAQuietWatchButNotOtherCalls) {
+  HttpHarness h = Start(std::chrono::seconds(60));
+  ASSERT_TRUE(h.server->memory().Create(kPods, "ns", PodObject("a")).ok());
+  std::atomic<int> events{0};
+  WatchOptions o = WatchFrom("");
+  o.timeout = std::chrono::seconds(60);
+  std::thread cancel([&] {
+    while (events.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    h.api->CancelWatches();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Status s = h.api->Watch(kPods, "ns", o, [&](const WatchEvent&) {
+    events.fetch_add(1);
+    return true;  // the stream then stays quiet for 60 s
+  });
+  const auto took = std::chrono::steady_clock::now() - start;
+  cancel.join();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("cancelled: the controller is shutting down"), std::string::npos) << s;
+  EXPECT_LT(took, std::chrono::seconds(2))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  // A new watch ends at once; ordinary calls still work (until CancelAll).
+  EXPECT_FALSE(h.api->Watch(kPods, "ns", o, [](const WatchEvent&) { return true; }).ok());
+  EXPECT_TRUE(h.api->Get(kPods, "ns", "a").ok());
+}
+
 TEST(HttpWatch, AllNamespaces) {
   HttpHarness h = Start();
   const std::string rv = h.server->memory().resource_version();

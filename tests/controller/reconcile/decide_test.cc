@@ -47,7 +47,7 @@ struct World {
     for (const std::string& name : d.delete_pods) {
       pods[name]["metadata"]["deletionTimestamp"] = FormatTime(now);
     }
-    job["status"] = d.status;
+    job["status"] = JobStatusToJson(d.status);
     return d;
   }
   void SetPhase(const std::string& name, const std::string& phase) {
@@ -97,7 +97,7 @@ TEST(Decide, DecidingAgainOnAnUnchangedWorldChangesNothing) {
   EXPECT_TRUE(d.create.empty());
   EXPECT_TRUE(d.delete_pods.empty());
   EXPECT_FALSE(d.update_config_map.has_value());
-  EXPECT_FALSE(d.status_changed) << d.status.dump(2);
+  EXPECT_FALSE(d.status_changed) << JobStatusToJson(d.status).dump(2);
   EXPECT_TRUE(d.events.empty());
 }
 

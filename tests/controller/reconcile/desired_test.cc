@@ -64,8 +64,8 @@ TEST(BuildDesired, OnePodPerNodeWiredForTheLaunchersRendezvous) {
     EXPECT_EQ(c["ports"].size(), node == 0 ? 5u : 4u);  // node 0 serves the rendezvous
     EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "4");
     EXPECT_EQ(c["resources"]["requests"]["memory"], "512Gi");
-    EXPECT_EQ(pod["spec"]["volumes"][2]["persistentVolumeClaim"]["claimName"], "sft-data");
-    EXPECT_EQ(c["volumeMounts"][2]["mountPath"], "/data");
+    EXPECT_EQ(pod["spec"]["volumes"][1]["persistentVolumeClaim"]["claimName"], "sft-data");
+    EXPECT_EQ(c["volumeMounts"][1]["mountPath"], "/data");  // no /dev/shm by default
   }
   EXPECT_EQ(d->service["spec"]["clusterIP"], "None");
   EXPECT_EQ(d->service["spec"]["publishNotReadyAddresses"], true);
@@ -122,6 +122,47 @@ TEST(BuildDesired, OneNodeRendezvousesOnLoopbackAndCpuJobsAskForNoGpu) {
   EXPECT_EQ(EnvOf(d->pods[0], "SKRULL_MASTER_ADDR"), "<unset>");
   EXPECT_EQ(EnvOf(d->pods[0], "NCCL_DEBUG"), "<unset>");
   EXPECT_FALSE(d->pods[0]["spec"]["containers"][0]["resources"].contains("limits"));
+}
+
+TEST(BuildDesired, TrainerPodsRunRestrictedByDefault) {
+  StatusOr<DesiredObjects> d = BuildDesired(SpecOf(GpuJob()), JobContext{});
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (const json& pod : d->pods) {
+    EXPECT_EQ(
+        pod["spec"]["securityContext"],
+        json::parse(R"({"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}})"));
+    const json& c = pod["spec"]["containers"][0];
+    EXPECT_EQ(c["securityContext"], json::parse(R"({"allowPrivilegeEscalation": false,
+                                                     "runAsNonRoot": true,
+                                                     "capabilities": {"drop": ["ALL"]}})"));
+    for (const json& v : pod["spec"]["volumes"]) {
+      EXPECT_FALSE(v.contains("emptyDir")) << "no memory-backed /dev/shm unless asked: " << v;
+    }
+    for (const json& m : c["volumeMounts"]) EXPECT_NE(m["mountPath"], "/dev/shm");
+  }
+}
+
+TEST(BuildDesired, NcclsIpcLockAndSharedMemoryAreOptIn) {
+  JobContext ctx;
+  ctx.pod_security.ipc_lock = true;
+  ctx.pod_security.shared_memory = true;
+  StatusOr<DesiredObjects> d = BuildDesired(SpecOf(GpuJob()), ctx);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const json& pod = d->pods[0];
+  const json& c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["securityContext"]["capabilities"],
+            json::parse(R"({"drop": ["ALL"], "add": ["IPC_LOCK"]})"));
+  EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(pod["spec"]["securityContext"]["runAsNonRoot"], true);
+  json shm_volume, shm_mount;
+  for (const json& v : pod["spec"]["volumes"]) {
+    if (v["name"] == "dshm") shm_volume = v;
+  }
+  for (const json& m : c["volumeMounts"]) {
+    if (m["mountPath"] == "/dev/shm") shm_mount = m;
+  }
+  EXPECT_EQ(shm_volume["emptyDir"]["medium"], "Memory");
+  EXPECT_EQ(shm_mount["name"], "dshm");
 }
 
 TEST(BuildDesired, ANameTooLongForPodHostnamesIsAnError) {

@@ -176,6 +176,21 @@ TEST(ReconcilerTuning, ATunerErrorIsReportedAndTheJobGoesOn) {
             std::string::npos);
 }
 
+// A merge patch of the whole new status never removed a field: a suspended
+// job kept the startTime of its last run. The patch now nulls it.
+TEST_F(ReconcilerTest, FieldsTheNewStatusDropsAreRemovedFromTheObject) {
+  Reconcile();
+  for (const std::string& pod : PodNames()) SetPod(pod, "Running");
+  Reconcile();
+  ASSERT_TRUE(Job()["status"].contains("startTime"));
+  json job = Job();
+  job["spec"]["runPolicy"]["suspend"] = true;
+  ASSERT_TRUE(api_.Replace(kube::SkrullJobsResource(), "research", "long-sft", job, false).ok());
+  Reconcile();
+  EXPECT_EQ(Job()["status"]["phase"], kPhaseSuspended);
+  EXPECT_FALSE(Job()["status"].contains("startTime")) << Job()["status"].dump(2);
+}
+
 TEST_F(ReconcilerTest, IgnoresPodsOwnedByAnotherJobOfTheSameName) {
   json stranger = testing::PodOf(Job(), 0, 0, "Running");
   stranger["metadata"]["ownerReferences"][0]["uid"] = "some-older-uid";
