@@ -51,7 +51,7 @@ std::string Le64(uint64_t v) {
 
 // Product of dims times `elem`, or nullopt on overflow. Also nullopt when the
 // product of the non-zero dims exceeds int64: NumElements multiplies the dims
-// in order, so [2^32, 2^32, 0] (0 bytes) would overflow there.
+// in order, so [2^32, 2^31, 0] (0 bytes) would overflow there.
 std::optional<uint64_t> CheckedBytes(const std::vector<int64_t>& shape, size_t elem) {
   constexpr uint64_t kMaxElements = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   uint64_t nonzero_elements = 1;
