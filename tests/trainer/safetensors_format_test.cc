@@ -195,6 +195,32 @@ TEST(Safetensors, NegativeShapeAndBadMetadataAreErrors) {
   EXPECT_NE(ErrorOf(RawFile("[1, 2]", "")).find("not a JSON object"), std::string::npos);
 }
 
+// Found by fuzz/safetensors_header_fuzzer: nlohmann throws out_of_range (not
+// parse_error) for a number too large for a double; that escaped and aborted.
+TEST(Safetensors, HeaderNumberTooLargeIsAnErrorNotACrash) {
+  std::string msg = ErrorOf(RawFile(R"({"w": {"dtype": "U8", "shape": [1e999], )"
+                                    R"("data_offsets": [0, 0]}})",
+                                    ""));
+  EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("x.safetensors"), std::string::npos) << msg;
+}
+
+// A zero dim makes the byte count 0, but NumElements multiplies the dims in
+// order: [2^32, 2^31, 0] (U8, 0 bytes) overflowed int64 there (undefined
+// behaviour).
+TEST(Safetensors, ShapeWhoseElementCountOverflowsIsAnErrorEvenWithAZeroDim) {
+  std::string msg = ErrorOf(RawFile(
+      R"({"w": {"dtype": "U8", "shape": [4294967296, 2147483648, 0], "data_offsets": [0, 0]}})",
+      ""));
+  EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("overflow"), std::string::npos) << msg;
+  auto ok = SafetensorsFile::FromBytes(
+      RawFile(R"({"w": {"dtype": "U8", "shape": [4294967296, 0], "data_offsets": [0, 0]}})", ""),
+      "x.safetensors");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)->tensors()[0].NumElements(), 0);
+}
+
 TEST(Safetensors, HugeHeaderLengthIsRejectedWithoutAllocating) {
   std::string bytes(16, '\0');
   bytes[7] = 0x7f;  // ~9e18

@@ -49,17 +49,25 @@ std::string Le64(uint64_t v) {
   return out;
 }
 
-// Product of dims, or nullopt on overflow.
+// Product of dims times `elem`, or nullopt on overflow. Also nullopt when the
+// product of the non-zero dims exceeds int64: NumElements multiplies the dims
+// in order, so [2^32, 2^31, 0] (0 bytes) would overflow there.
 std::optional<uint64_t> CheckedBytes(const std::vector<int64_t>& shape, size_t elem) {
-  uint64_t n = elem;
+  constexpr uint64_t kMaxElements = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  uint64_t nonzero_elements = 1;
+  bool has_zero = false;
   for (int64_t d : shape) {
     if (d < 0) return std::nullopt;
-    if (d != 0 && n > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
-      return std::nullopt;
+    if (d == 0) {
+      has_zero = true;
+      continue;
     }
-    n *= static_cast<uint64_t>(d);
+    if (nonzero_elements > kMaxElements / static_cast<uint64_t>(d)) return std::nullopt;
+    nonzero_elements *= static_cast<uint64_t>(d);
   }
-  return n;
+  if (has_zero) return 0;
+  if (nonzero_elements > std::numeric_limits<uint64_t>::max() / elem) return std::nullopt;
+  return nonzero_elements * elem;
 }
 
 uint16_t FloatToBf16(float f) {
@@ -232,7 +240,7 @@ Status SafetensorsFile::Parse() {
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes_ + 8, bytes_ + data_start_);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for 1e999
     return HeaderError(origin_, std::string("not valid JSON: ") + e.what());
   }
   if (!header.is_object()) return HeaderError(origin_, "top level is not a JSON object");
