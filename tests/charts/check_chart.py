@@ -41,7 +41,7 @@ TRAINER_POD_LABELS = {  # what the controller puts on trainer pods (docs/deploy.
     "skrull.io/job-name": "demo",
     "skrull.io/node-rank": "0",
 }
-CONTROLLER_RULES = [  # ops-notes §7.5
+CONTROLLER_RULES = [  # docs/deploy.md, "RBAC"
     (
         ("skrull.io",),
         ("skrulljobs",),
@@ -197,7 +197,7 @@ def check_controller_rbac(c, docs, label, kind, namespace, prefix, account, rele
     """The controller's (Cluster)Role and binding, and its lease Role."""
     role = one(docs, kind, f"{prefix}-controller")
     c.equal(
-        f"{label}: controller {kind} (namespace {namespace}) has the rules of ops-notes 7.5",
+        f"{label}: controller {kind} (namespace {namespace}) has the rules of docs/deploy.md#rbac",
         (role["metadata"].get("namespace"), rules_of(role)),
         (namespace, CONTROLLER_RULES),
     )
