@@ -149,11 +149,11 @@ int main(int argc, char** argv) {
   }
   const bool same = (*ds)->stats().total_tokens == bpe_tokens;
 
-  using skrull::Fmt;
+  using skrull::bench::Fmt;
   std::cout << "corpus: " << Fmt("%.1f", mb) << " MB of English (" << corpus.size()
             << " paragraphs from " << licenses << "), tokenizer " << tokenizer_path
             << " (loaded in " << Fmt("%.2f", load_s) << " s, not counted below)\n\n";
-  std::cout << skrull::FormatTable(
+  std::cout << skrull::bench::FormatTable(
       {"encoder", "threads", "wall s", "CPU s", "tokens", "MB/s", "MB per CPU-s"},
       {{"byte tokenizer (baseline)", "1", Fmt("%.2f", byte_s), Fmt("%.2f", byte_cpu),
         std::to_string(byte_tokens), Fmt("%.1f", mb / byte_s), Fmt("%.1f", mb / byte_cpu)},

@@ -1,6 +1,6 @@
 // Small helpers shared by the bench/ binaries: percentiles and the paper's
 // experiment settings. Text tables and number formatting (FormatTable, Fmt,
-// WithCommas) are common/text_table.h, included here for the benches.
+// WithCommas) are common/text_table.h, declared here for the benches.
 #ifndef SKRULL_BENCH_BENCH_UTIL_H_
 #define SKRULL_BENCH_BENCH_UTIL_H_
 
@@ -11,6 +11,10 @@
 #include "common/text_table.h"
 
 namespace skrull::bench {
+
+using skrull::Fmt;
+using skrull::FormatTable;
+using skrull::WithCommas;
 
 // p in [0, 100]; nearest-rank on a copy. REQUIRES: !values.empty().
 double Percentile(std::vector<double> values, double p);
