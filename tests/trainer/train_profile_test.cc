@@ -166,10 +166,12 @@ TEST(HardwareProfileTraining, ProfileTheSchedulerCannotParseNamesFieldAndFile) {
   r = Train(testing::LoadJob(WriteProfiledJob(dir, "auto", "bad.json")));
   EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument) << r.status;
   EXPECT_NE(r.status.message().find("spec.scheduler.hardwareProfile: " + path +
-                                    ": invalid hardware profile: "),
+                                    ": name: required field missing; "),
             std::string::npos)
       << r.status;
-  EXPECT_NE(r.status.message().find("peak_flops_per_second"), std::string::npos) << r.status;
+  EXPECT_NE(r.status.message().find("; peak_flops_per_second: required field missing"),
+            std::string::npos)
+      << r.status;
 }
 
 TEST(HardwareProfileTraining, AutoNeedsAPositiveIntegerBucketSizeInTheProfile) {
