@@ -2,47 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <iomanip>
-#include <sstream>
 
 namespace skrull::bench {
-
-std::string FormatTable(const std::vector<std::string>& header,
-                        const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width(header.size(), 0);
-  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
-      width[c] = std::max(width[c], row[c].size());
-    }
-  }
-  std::ostringstream out;
-  auto emit = [&](const std::vector<std::string>& row) {
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
-      if (c > 0) out << "  ";
-      if (c == 0) {
-        out << std::left;
-      } else {
-        out << std::right;
-      }
-      out << std::setw(static_cast<int>(width[c])) << row[c];
-    }
-    out << "\n";
-  };
-  emit(header);
-  size_t total = 0;
-  for (size_t w : width) total += w + 2;
-  out << std::string(total > 2 ? total - 2 : 0, '-') << "\n";
-  for (const auto& row : rows) emit(row);
-  return out.str();
-}
-
-std::string Fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
 
 double Percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());

@@ -1,5 +1,6 @@
-// Small helpers shared by the bench/ binaries: text tables, percentiles,
-// number formatting and the paper's experiment settings.
+// Small helpers shared by the bench/ binaries: percentiles and the paper's
+// experiment settings. Text tables and number formatting (FormatTable, Fmt,
+// WithCommas) are common/text_table.h, declared here for the benches.
 #ifndef SKRULL_BENCH_BENCH_UTIL_H_
 #define SKRULL_BENCH_BENCH_UTIL_H_
 
@@ -7,14 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "common/text_table.h"
+
 namespace skrull::bench {
 
-// Left-aligned first column, right-aligned others, a dashed rule under the header.
-std::string FormatTable(const std::vector<std::string>& header,
-                        const std::vector<std::vector<std::string>>& rows);
-
-// printf-style formatting of one double.
-std::string Fmt(const char* format, double value);
+using skrull::Fmt;
+using skrull::FormatTable;
+using skrull::WithCommas;
 
 // p in [0, 100]; nearest-rank on a copy. REQUIRES: !values.empty().
 double Percentile(std::vector<double> values, double p);

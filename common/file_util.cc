@@ -27,9 +27,9 @@ StatusOr<std::string> ReadFileToString(const std::string& path) {
   return ss.str();
 }
 
-namespace {
-Status FsyncPath(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags);
+Status FsyncPath(const std::string& path) {
+  // O_RDONLY opens directories too; fsync needs no write access.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return IoError(path + ": open for fsync failed: " + std::strerror(errno));
   int rc = ::fsync(fd);
   int err = errno;
@@ -37,7 +37,6 @@ Status FsyncPath(const std::string& path, int flags) {
   if (rc != 0) return IoError(path + ": fsync failed: " + std::strerror(err));
   return OkStatus();
 }
-}  // namespace
 
 Status WriteFileAtomically(const std::string& path, const std::string& contents) {
   namespace fs = std::filesystem;
@@ -77,7 +76,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
     ::unlink(tmp.c_str());
     return IoError(path + ": rename from " + tmp + " failed: " + std::strerror(err));
   }
-  return FsyncPath(dir.string(), O_RDONLY | O_DIRECTORY);
+  return FsyncPath(dir.string());
 }
 
 }  // namespace skrull

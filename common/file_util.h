@@ -16,6 +16,11 @@ StatusOr<std::string> ReadFileToString(const std::string& path);
 // or the new one, never a torn one. Creates missing parent directories.
 Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
+// Flushes `path` (a file or a directory) to stable storage with fsync(2).
+// Fsync a directory after creating, renaming or removing an entry in it to
+// make that change durable. IoError names the path and errno's text.
+Status FsyncPath(const std::string& path);
+
 }  // namespace skrull
 
 #endif  // SKRULL_COMMON_FILE_UTIL_H_

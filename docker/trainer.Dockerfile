@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # The GPU trainer: CUDA libtorch + NCCL from the PyTorch pip wheel, built in
-# nvidia/cuda devel and run on nvidia/cuda base (ops-notes §8.3).
+# nvidia/cuda devel and run on nvidia/cuda base (docker/README.md).
 #
 #   docker build -f docker/trainer.Dockerfile -t ghcr.io/skrull/trainer:0.1.0 .
 #

@@ -1,97 +1,28 @@
 #include "scheduler/model_config.h"
 
 #include <cstdio>
-#include <sstream>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/json_fields.h"
 
 namespace skrull::scheduler {
 namespace {
 
 using nlohmann::json;
 
-// Collects every problem in one config so the user fixes them in one pass.
 // Largest parameter count a config may describe (about 1.1e15), so every
 // size formed from it stays inside int64.
 constexpr double kMaxModelParameters = 1125899906842624.0;  // 2^50
 
-class FieldErrors {
- public:
-  explicit FieldErrors(std::string origin) : origin_(std::move(origin)) {}
-  void Add(const std::string& field, const std::string& what) {
-    errors_.push_back(field + ": " + what);
-  }
-  bool empty() const { return errors_.empty(); }
-  Status ToStatus() const {
-    std::ostringstream os;
-    os << origin_ << ": invalid model config (" << errors_.size() << " problem"
-       << (errors_.size() == 1 ? "" : "s") << "): ";
-    for (size_t i = 0; i < errors_.size(); ++i) os << (i ? "; " : "") << errors_[i];
-    return InvalidArgumentError(os.str());
-  }
-
- private:
-  std::string origin_;
-  std::vector<std::string> errors_;
-};
-
-std::string Got(const json& v) { return " (got " + v.dump() + ")"; }
-
-// Reads an integer field; `required` fields report when missing.
-void ReadInt(const json& j, const char* key, bool required, int64_t* out, FieldErrors* errors) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    if (required) errors->Add(key, "required field missing");
-    return;
-  }
-  if (!it->is_number_integer() && !it->is_number_unsigned()) {
-    errors->Add(key, "must be an integer" + Got(*it));
-    return;
-  }
-  *out = it->get<int64_t>();
-}
-
-void ReadDouble(const json& j, const char* key, double* out, FieldErrors* errors) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  if (!it->is_number()) {
-    errors->Add(key, "must be a number" + Got(*it));
-    return;
-  }
-  *out = it->get<double>();
-}
-
-void ReadBool(const json& j, const char* key, bool* out, FieldErrors* errors) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  if (!it->is_boolean()) {
-    errors->Add(key, "must be true or false" + Got(*it));
-    return;
-  }
-  *out = it->get<bool>();
-}
-
-void ReadString(const json& j, const char* key, std::string* out, FieldErrors* errors) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  if (!it->is_string()) {
-    errors->Add(key, "must be a string" + Got(*it));
-    return;
-  }
-  *out = it->get<std::string>();
-}
-
-void ReadRopeScaling(const json& j, RopeScaling* out, FieldErrors* errors) {
-  auto it = j.find("rope_scaling");
-  if (it == j.end() || it->is_null()) return;
-  if (!it->is_object()) {
-    errors->Add("rope_scaling", "must be an object or null" + Got(*it));
-    return;
-  }
-  const json& rs = *it;
+void ReadRopeScaling(const JsonFields& fields, RopeScaling* out, FieldErrors* errors) {
+  const json* rs = errors->Take(fields.OptionalObject("rope_scaling"));
+  if (rs == nullptr) return;
+  const JsonFields f = fields.Nested("rope_scaling", *rs);
   // transformers accepts both "rope_type" (new) and "type" (old).
-  ReadString(rs, rs.contains("rope_type") ? "rope_type" : "type", &out->type, errors);
+  out->type = errors->Take(f.OptionalString(rs->contains("rope_type") ? "rope_type" : "type"));
   if (out->type == "default") out->type.clear();
   static const char* kKnown[] = {"", "linear", "dynamic", "llama3", "yarn"};
   bool known = false;
@@ -100,11 +31,14 @@ void ReadRopeScaling(const json& j, RopeScaling* out, FieldErrors* errors) {
     errors->Add("rope_scaling.rope_type",
                 "must be one of linear, dynamic, llama3, yarn (got \"" + out->type + "\")");
   }
-  ReadDouble(rs, "factor", &out->factor, errors);
-  ReadDouble(rs, "low_freq_factor", &out->low_freq_factor, errors);
-  ReadDouble(rs, "high_freq_factor", &out->high_freq_factor, errors);
-  ReadInt(rs, "original_max_position_embeddings", false, &out->original_max_position_embeddings,
-          errors);
+  out->factor = errors->Take(f.OptionalDouble("factor", out->factor), out->factor);
+  out->low_freq_factor =
+      errors->Take(f.OptionalDouble("low_freq_factor", out->low_freq_factor), out->low_freq_factor);
+  out->high_freq_factor = errors->Take(f.OptionalDouble("high_freq_factor", out->high_freq_factor),
+                                       out->high_freq_factor);
+  out->original_max_position_embeddings = errors->Take(
+      f.OptionalInt("original_max_position_embeddings", out->original_max_position_embeddings),
+      out->original_max_position_embeddings);
   if (!out->type.empty() && out->factor <= 0) {
     errors->Add("rope_scaling.factor", "must be > 0 (got " + std::to_string(out->factor) + ")");
   }
@@ -186,16 +120,20 @@ StatusOr<ModelConfig> ParseHfConfigJson(const std::string& json_text, const std:
   if (!j.is_object()) return InvalidArgumentError(origin + ": must be a JSON object");
 
   FieldErrors errors(origin);
+  const JsonFields f(j, origin);
+  // Required integers, and optional ones that keep the default when absent.
+  auto required = [&](const char* key, int64_t* out) { *out = errors.Take(f.RequiredInt(key)); };
+  auto optional = [&](const char* key, int64_t* out) {
+    *out = errors.Take(f.OptionalInt(key, *out), *out);
+  };
   ModelConfig c;
-  c.model_type.clear();
-  ReadString(j, "model_type", &c.model_type, &errors);
-  if (c.model_type.empty()) errors.Add("model_type", "required field missing");
-  ReadInt(j, "hidden_size", true, &c.hidden_size, &errors);
-  ReadInt(j, "num_hidden_layers", true, &c.num_hidden_layers, &errors);
-  ReadInt(j, "num_attention_heads", true, &c.num_attention_heads, &errors);
+  c.model_type = errors.Take(f.RequiredString("model_type"));
+  required("hidden_size", &c.hidden_size);
+  required("num_hidden_layers", &c.num_hidden_layers);
+  required("num_attention_heads", &c.num_attention_heads);
   c.num_key_value_heads = c.num_attention_heads;  // MHA unless stated
-  ReadInt(j, "num_key_value_heads", false, &c.num_key_value_heads, &errors);
-  ReadInt(j, "head_dim", false, &c.head_dim, &errors);
+  optional("num_key_value_heads", &c.num_key_value_heads);
+  optional("head_dim", &c.head_dim);
   if (c.head_dim == 0 && c.num_attention_heads > 0) {
     if (c.hidden_size % c.num_attention_heads != 0) {
       errors.Add("hidden_size",
@@ -206,24 +144,22 @@ StatusOr<ModelConfig> ParseHfConfigJson(const std::string& json_text, const std:
       c.head_dim = c.hidden_size / c.num_attention_heads;
     }
   }
-  ReadInt(j, "intermediate_size", true, &c.intermediate_size, &errors);
-  ReadInt(j, "vocab_size", true, &c.vocab_size, &errors);
-  ReadInt(j, "max_position_embeddings", true, &c.max_position_embeddings, &errors);
-  ReadDouble(j, "rms_norm_eps", &c.rms_norm_eps, &errors);
-  ReadDouble(j, "rope_theta", &c.rope_theta, &errors);
-  ReadRopeScaling(j, &c.rope_scaling, &errors);
+  required("intermediate_size", &c.intermediate_size);
+  required("vocab_size", &c.vocab_size);
+  required("max_position_embeddings", &c.max_position_embeddings);
+  c.rms_norm_eps = errors.Take(f.OptionalDouble("rms_norm_eps", c.rms_norm_eps), c.rms_norm_eps);
+  c.rope_theta = errors.Take(f.OptionalDouble("rope_theta", c.rope_theta), c.rope_theta);
+  ReadRopeScaling(f, &c.rope_scaling, &errors);
   // Qwen2 always has Q/K/V biases; its config has no attention_bias field.
-  c.attention_bias = c.model_type == "qwen2";
-  ReadBool(j, "attention_bias", &c.attention_bias, &errors);
-  ReadBool(j, "tie_word_embeddings", &c.tie_word_embeddings, &errors);
-  ReadString(j, "torch_dtype", &c.torch_dtype, &errors);
-  std::string act = "silu";
-  ReadString(j, "hidden_act", &act, &errors);
+  c.attention_bias = errors.Take(f.OptionalBool("attention_bias", c.model_type == "qwen2"));
+  c.tie_word_embeddings = errors.Take(f.OptionalBool("tie_word_embeddings", c.tie_word_embeddings));
+  c.torch_dtype = errors.Take(f.OptionalString("torch_dtype", c.torch_dtype), c.torch_dtype);
+  const std::string act = errors.Take(f.OptionalString("hidden_act", "silu"), std::string("silu"));
   if (act != "silu")
     errors.Add("hidden_act", "only \"silu\" (SwiGLU) is supported (got \"" + act + "\")");
-  bool mlp_bias = false;
-  ReadBool(j, "mlp_bias", &mlp_bias, &errors);
-  if (mlp_bias) errors.Add("mlp_bias", "MLP biases are not supported (got true)");
+  if (errors.Take(f.OptionalBool("mlp_bias", false))) {
+    errors.Add("mlp_bias", "MLP biases are not supported (got true)");
+  }
   Validate(c, &errors);
   if (!errors.empty()) return errors.ToStatus();
   return c;

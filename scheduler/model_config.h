@@ -51,8 +51,8 @@ StatusOr<ModelConfig> ParseHfConfigJson(const std::string& json_text, const std:
 // Checks the values of a config built in code (ParseHfConfigJson already
 // calls it): every field that must be positive, GQA head divisibility,
 // rms_norm_eps and rope_theta > 0, a supported model_type. All problems are
-// reported at once as InvalidArgument "<origin>: invalid model config (N
-// problems): field: what; ...".
+// reported at once as InvalidArgument "<origin>: field: what; field: what"
+// (common/json_fields.h).
 Status ValidateModelConfig(const ModelConfig& config, const std::string& origin);
 
 // Serializes to Hugging Face config.json text (loadable by transformers).

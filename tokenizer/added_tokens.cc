@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/json_fields.h"
 #include "tokenizer/utf8.h"
 
 namespace skrull::tokenizer {
@@ -73,11 +74,12 @@ StatusOr<std::unique_ptr<AddedTokens>> AddedTokens::FromJson(const nlohmann::jso
     AddedToken token;
     token.content = e["content"].get<std::string>();
     token.id = static_cast<int32_t>(e["id"].get<int64_t>());
-    token.special = e.value("special", false);
-    token.normalized = e.value("normalized", !token.special);
-    token.lstrip = e.value("lstrip", false);
-    token.rstrip = e.value("rstrip", false);
-    token.single_word = e.value("single_word", false);
+    const JsonFields f(e, "", where);
+    SKRULL_ASSIGN_OR_RETURN(token.special, f.OptionalBool("special", false));
+    SKRULL_ASSIGN_OR_RETURN(token.normalized, f.OptionalBool("normalized", !token.special));
+    SKRULL_ASSIGN_OR_RETURN(token.lstrip, f.OptionalBool("lstrip", false));
+    SKRULL_ASSIGN_OR_RETURN(token.rstrip, f.OptionalBool("rstrip", false));
+    SKRULL_ASSIGN_OR_RETURN(token.single_word, f.OptionalBool("single_word", false));
     if (token.content.empty() || FindInvalidUtf8(token.content) != std::string_view::npos) {
       return InvalidArgumentError(where + ": content must be non-empty UTF-8");
     }

@@ -4,6 +4,7 @@
 #include <queue>
 #include <utility>
 
+#include "common/json_fields.h"
 #include "tokenizer/byte_level.h"
 
 namespace skrull::tokenizer {
@@ -22,7 +23,8 @@ struct ThreadCache {
 std::string Quote(const std::string& s) { return nlohmann::json(s).dump(); }
 
 Status CheckOptions(const nlohmann::json& model) {
-  const std::string type = model.value("type", std::string("BPE"));
+  const JsonFields f(model, "", "model");
+  SKRULL_ASSIGN_OR_RETURN(const std::string type, f.OptionalString("type", "BPE"));
   if (type != "BPE") {
     return InvalidArgumentError("model type \"" + type +
                                 "\" is not supported (supported: byte-level BPE, as Qwen2 and "
@@ -41,12 +43,8 @@ Status CheckOptions(const nlohmann::json& model) {
                                   "false or empty)");
     }
   }
-  if (!model.contains("vocab") || !model["vocab"].is_object()) {
-    return InvalidArgumentError("model.vocab: missing or not an object of token -> id");
-  }
-  if (!model.contains("merges") || !model["merges"].is_array()) {
-    return InvalidArgumentError("model.merges: missing or not a list");
-  }
+  SKRULL_RETURN_IF_ERROR(f.RequiredObject("vocab").status());  // token -> id
+  SKRULL_RETURN_IF_ERROR(f.RequiredArray("merges").status());
   return OkStatus();
 }
 
@@ -79,7 +77,8 @@ StatusOr<std::unique_ptr<Bpe>> Bpe::FromJson(const nlohmann::json& model) {
   std::unique_ptr<Bpe> bpe(new Bpe());
   static std::atomic<uint64_t> next_instance{1};
   bpe->instance_ = next_instance.fetch_add(1);
-  bpe->ignore_merges_ = model.value("ignore_merges", false);
+  SKRULL_ASSIGN_OR_RETURN(bpe->ignore_merges_,
+                          JsonFields(model, "", "model").OptionalBool("ignore_merges", false));
   bpe->byte_ids_.fill(-1);
   std::unordered_map<std::string, int32_t> by_text;  // byte-level spelling -> id
   by_text.reserve(model["vocab"].size());

@@ -46,7 +46,7 @@ StatusOr<TokenizerConfig> ParseTokenizerConfig(std::string_view json_text,
       config.chat_template = t.get<std::string>();
     } else if (t.is_array()) {
       for (const Json& named : t) {
-        if (named.is_object() && named.value("name", "") == "default" &&
+        if (named.is_object() && named.contains("name") && named["name"] == "default" &&
             named.contains("template") && named["template"].is_string()) {
           config.chat_template = named["template"].get<std::string>();
         }

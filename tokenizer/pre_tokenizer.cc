@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/json_fields.h"
+
 namespace skrull::tokenizer {
 
 namespace {
@@ -134,7 +136,9 @@ struct PreTokenizer::Step {
 namespace {
 
 StatusOr<Behavior> ParseBehavior(const nlohmann::json& spec) {
-  const std::string name = spec.value("behavior", std::string("Isolated"));
+  SKRULL_ASSIGN_OR_RETURN(
+      const std::string name,
+      JsonFields(spec, "", "pre_tokenizer").OptionalString("behavior", "Isolated"));
   if (name == "Removed") return Behavior::kRemoved;
   if (name == "Isolated") return Behavior::kIsolated;
   if (name == "MergedWithPrevious") return Behavior::kMergedWithPrevious;

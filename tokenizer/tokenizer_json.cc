@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "common/json_fields.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/normalizer.h"
@@ -55,7 +56,8 @@ Status ParseTemplate(const Json& spec, PostProcessorIds* post) {
 
 Status ParsePostProcessor(const Json& spec, PostProcessorIds* post) {
   if (spec.is_null()) return OkStatus();
-  const std::string type = spec.value("type", std::string());
+  SKRULL_ASSIGN_OR_RETURN(const std::string type,
+                          JsonFields(spec, "", "post_processor").OptionalString("type"));
   if (type == "ByteLevel") return OkStatus();  // trims offsets only
   if (type == "TemplateProcessing") return ParseTemplate(spec, post);
   if (type == "Sequence" && spec.contains("processors") && spec["processors"].is_array()) {

@@ -1,6 +1,6 @@
 // Private to controller/kube: the bearer token HttpKubeApi sends, from a
 // literal or from a file that rotates (projected service-account tokens are
-// rewritten by the kubelet before they expire; ops-notes §2.1).
+// rewritten by the kubelet before they expire; docs/kubernetes-api.md).
 #ifndef SKRULL_CONTROLLER_KUBE_BEARER_TOKEN_H_
 #define SKRULL_CONTROLLER_KUBE_BEARER_TOKEN_H_
 

@@ -1,5 +1,5 @@
 // FakeApiServer: a Kubernetes API server on loopback for end-to-end tests
-// of HttpKubeApi and of the controller (ops-notes §3). Test support only
+// of HttpKubeApi and of the controller (docs/kubernetes-api.md, "Testing"). Test support only
 // (library skrull_kube_testing).
 //
 // It serves the REST paths of the registered resources (pods, services,

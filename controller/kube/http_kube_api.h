@@ -1,5 +1,5 @@
 // HttpKubeApi: KubeApi over HTTPS to a real API server (or http:// to
-// FakeApiServer in tests), on cpprestsdk's http_client (ops-notes §2, §5).
+// FakeApiServer in tests), on cpprestsdk's http_client (docs/kubernetes-api.md).
 //
 // What it takes care of:
 //  * TLS: the CA from KubeConfig goes in through the SSL-context callback

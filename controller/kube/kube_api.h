@@ -3,10 +3,10 @@
 // the same against a real API server (HttpKubeApi, cpprestsdk) and an
 // in-memory one (MemoryKubeApi, for tests and `--dry-run`).
 //
-// Paths follow ops-notes §2.2: a Resource names the API prefix and plural,
-// e.g. {"/api/v1", "pods"} or {"/apis/skrull.io/v1alpha1", "skrulljobs"};
-// every call here is namespaced, except that List and Watch take ns "" to
-// mean all namespaces (e.g. /apis/skrull.io/v1alpha1/skrulljobs).
+// Paths follow docs/kubernetes-api.md ("REST paths and verbs"): a Resource names the API prefix and
+// plural, e.g. {"/api/v1", "pods"} or {"/apis/skrull.io/v1alpha1", "skrulljobs"}; every call here
+// is namespaced, except that List and Watch take ns "" to mean all namespaces (e.g.
+// /apis/skrull.io/v1alpha1/skrulljobs).
 //
 // Errors map HTTP statuses to Status codes; the message reads
 // "<METHOD> <path>: HTTP <code> <Reason>: <server's Status.message>", e.g.
@@ -75,7 +75,7 @@ struct WatchOptions {
   std::chrono::seconds timeout{300};  // server-side timeoutSeconds; <= 0 means 300
 };
 
-// PATCH flavours (ops-notes §2.2); custom resources take merge and JSON patch.
+// PATCH flavours (docs/kubernetes-api.md); custom resources take merge and JSON patch.
 enum class PatchType { kMerge, kJson };
 
 enum class Propagation { kBackground, kForeground, kOrphan };

@@ -1,6 +1,6 @@
 // KubeConfig: where the API server is and how to authenticate, for
 // HttpKubeApi; loaded from the pod's service account (in cluster) or from
-// a kubeconfig file (out of cluster). ops-notes §2.1.
+// a kubeconfig file (out of cluster). See docs/kubernetes-api.md.
 //
 // Environment variables are read only in main: main fills InClusterEnv from
 // the kServiceHostEnv / kServicePortEnv variables and passes it in.

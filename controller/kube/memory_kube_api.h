@@ -1,7 +1,7 @@
 // MemoryKubeApi: an in-memory Kubernetes API server behind KubeApi, for
 // tests, for `--dry-run`, and as the store behind FakeApiServer.
 //
-// What it implements, as the API server does (ops-notes §2):
+// What it implements, as the API server does (docs/kubernetes-api.md):
 //  * a global resourceVersion counter (strings "2", "3", ...; an empty store
 //    is at "1"; compare them only for equality), uid, creationTimestamp (from the injected clock),
 //    metadata.generation = 1 on create, +1 when anything outside metadata

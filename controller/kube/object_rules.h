@@ -1,5 +1,5 @@
 // Private to controller/kube: how the API server treats an object on write
-// (ops-notes §2.4): patches, the spec/status split, generation.
+// (docs/kubernetes-api.md, "Status subresource"): patches, the spec/status split, generation.
 #ifndef SKRULL_CONTROLLER_KUBE_OBJECT_RULES_H_
 #define SKRULL_CONTROLLER_KUBE_OBJECT_RULES_H_
 

@@ -1,4 +1,4 @@
-// Private to controller/kube: REST paths (ops-notes §2.2) and query strings.
+// Private to controller/kube: REST paths (docs/kubernetes-api.md) and query strings.
 #ifndef SKRULL_CONTROLLER_KUBE_REST_PATH_H_
 #define SKRULL_CONTROLLER_KUBE_REST_PATH_H_
 

@@ -1,4 +1,4 @@
-// Controller: the operator's main loop (ops-notes §2.3 informer pattern,
+// Controller: the operator's main loop (docs/kubernetes-api.md: informer pattern,
 // simplified). Watchers turn SkrullJob and trainer-pod events into job keys
 // on a WorkQueue; workers reconcile one key at a time (Reconciler); failures
 // back off per key; a periodic resync re-queues every known job, so a missed

@@ -1,6 +1,6 @@
 // LeaderElector: one active controller among replicas, through a
-// coordination.k8s.io/v1 Lease (ops-notes §2.7). Optimistic concurrency on
-// the Lease's resourceVersion decides races: only one PUT wins.
+// coordination.k8s.io/v1 Lease (docs/kubernetes-api.md, "Leader election"). Optimistic concurrency
+// on the Lease's resourceVersion decides races: only one PUT wins.
 //
 // Expiry is judged on this process's own clock from the moment it last saw
 // the Lease change (as client-go does), never from the holder's renewTime,

@@ -11,87 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "common/json_fields.h"
 
 namespace skrull::tuner {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// Typed access to one JSON object's fields with errors that name the file
-// (and line) and the field path. Absent or null fields read as zero / empty
-// unless required.
-class Fields {
- public:
-  Fields(const json& object, std::string where, std::string prefix = "")
-      : object_(object), where_(std::move(where)), prefix_(std::move(prefix)) {}
-
-  StatusOr<uint64_t> Uint(const char* key, bool required = false) const {
-    const json* v = Find(key);
-    if (v == nullptr) return Missing<uint64_t>(key, required);
-    if (v->is_number_unsigned()) return v->get<uint64_t>();
-    if (v->is_number_integer() && v->get<int64_t>() >= 0) return v->get<uint64_t>();
-    return Wrong(key, "an unsigned integer", *v);
-  }
-  StatusOr<int64_t> Int(const char* key, bool required = false) const {
-    const json* v = Find(key);
-    if (v == nullptr) return Missing<int64_t>(key, required);
-    if (v->is_number_integer() && !(v->is_number_unsigned() && v->get<uint64_t>() > INT64_MAX)) {
-      return v->get<int64_t>();
-    }
-    return Wrong(key, "an integer", *v);
-  }
-  StatusOr<double> Number(const char* key) const {
-    const json* v = Find(key);
-    if (v == nullptr) return 0.0;
-    if (v->is_number()) return v->get<double>();
-    return Wrong(key, "a number", *v);
-  }
-  StatusOr<std::string> String(const char* key) const {
-    const json* v = Find(key);
-    if (v == nullptr) return std::string();
-    if (v->is_string()) return v->get<std::string>();
-    return Wrong(key, "a string", *v);
-  }
-  StatusOr<bool> Bool(const char* key, bool required = false) const {
-    const json* v = Find(key);
-    if (v == nullptr) return Missing<bool>(key, required);
-    if (v->is_boolean()) return v->get<bool>();
-    return Wrong(key, "true or false", *v);
-  }
-  // The sub-object at `key`; nullptr when absent or null, an error when it is
-  // something else.
-  StatusOr<const json*> Object(const char* key) const {
-    const json* v = Find(key);
-    if (v == nullptr) return static_cast<const json*>(nullptr);
-    if (v->is_object()) return v;
-    return Wrong(key, "an object", *v);
-  }
-  std::string Path(const std::string& key) const { return prefix_ + key; }
-  const std::string& where() const { return where_; }
-
- private:
-  const json* Find(const char* key) const {
-    auto it = object_.find(key);
-    return it == object_.end() || it->is_null() ? nullptr : &*it;
-  }
-  template <typename T>
-  StatusOr<T> Missing(const char* key, bool required) const {
-    if (!required) return T{};
-    return InvalidArgumentError(where_ + ": field \"" + Path(key) +
-                                "\": required; is this file written by skrull-trainer?");
-  }
-  Status Wrong(const char* key, const char* expected, const json& got) const {
-    std::string text = got.dump();
-    if (text.size() > 60) text = text.substr(0, 57) + "...";
-    return InvalidArgumentError(where_ + ": field \"" + Path(key) + "\": expected " + expected +
-                                " (got " + text + ")");
-  }
-
-  const json& object_;
-  std::string where_;
-  std::string prefix_;
-};
 
 // "<path>:<line>:<column>: not JSON: <what>" from nlohmann's byte offset.
 Status NotJson(const std::string& text, const std::string& where, const json::parse_error& e,
@@ -136,37 +62,37 @@ StatusOr<json> ParseObject(const std::string& text, const std::string& where, si
 }
 
 Status ReadRank(const json& entry, size_t index, const std::string& path, RunSummary::Rank* out) {
-  const Fields f(entry, path, "ranks[" + std::to_string(index) + "].");
-  SKRULL_ASSIGN_OR_RETURN(int64_t rank, f.Int("rank", true));
+  const JsonFields f(entry, path, "ranks[" + std::to_string(index) + "]");
+  SKRULL_ASSIGN_OR_RETURN(int64_t rank, f.RequiredInt("rank"));
   out->rank = static_cast<int>(rank);
-  SKRULL_ASSIGN_OR_RETURN(int64_t exit_code, f.Int("exit_code"));
+  SKRULL_ASSIGN_OR_RETURN(int64_t exit_code, f.OptionalInt("exit_code", 0));
   out->exit_code = static_cast<int>(exit_code);
-  SKRULL_ASSIGN_OR_RETURN(int64_t sig, f.Int("signal"));
+  SKRULL_ASSIGN_OR_RETURN(int64_t sig, f.OptionalInt("signal", 0));
   out->signal = static_cast<int>(sig);
-  SKRULL_ASSIGN_OR_RETURN(const json* summary, f.Object("summary"));
+  SKRULL_ASSIGN_OR_RETURN(const json* summary, f.OptionalObject("summary"));
   if (summary == nullptr) return OkStatus();
   out->has_summary = true;
-  const Fields s(*summary, path, f.Path("summary."));
-  SKRULL_ASSIGN_OR_RETURN(out->device, s.String("device"));
-  SKRULL_ASSIGN_OR_RETURN(out->peak_memory_bytes, s.Uint("peak_memory_bytes"));
-  SKRULL_ASSIGN_OR_RETURN(out->bucket_size_tokens, s.Int("bucket_size_tokens"));
-  SKRULL_ASSIGN_OR_RETURN(const json* rollbacks, s.Object("rollbacks"));
+  const JsonFields s = f.Nested("summary", *summary);
+  SKRULL_ASSIGN_OR_RETURN(out->device, s.OptionalString("device"));
+  SKRULL_ASSIGN_OR_RETURN(out->peak_memory_bytes, s.OptionalUint("peak_memory_bytes", 0));
+  SKRULL_ASSIGN_OR_RETURN(out->bucket_size_tokens, s.OptionalInt("bucket_size_tokens", 0));
+  SKRULL_ASSIGN_OR_RETURN(const json* rollbacks, s.OptionalObject("rollbacks"));
   if (rollbacks != nullptr) {
     SKRULL_ASSIGN_OR_RETURN(out->runtime_rollbacks,
-                            Fields(*rollbacks, path, s.Path("rollbacks.")).Int("runtime"));
+                            s.Nested("rollbacks", *rollbacks).OptionalInt("runtime", 0));
   }
   return OkStatus();
 }
 
 // The job-level figures, present in both summary kinds.
-Status ReadFigures(const Fields& f, RunSummary* s) {
-  SKRULL_ASSIGN_OR_RETURN(s->job, f.String("job"));
-  SKRULL_ASSIGN_OR_RETURN(s->steps, f.Int("steps"));
-  SKRULL_ASSIGN_OR_RETURN(s->initial_loss, f.Number("initial_loss"));
-  SKRULL_ASSIGN_OR_RETURN(s->final_loss, f.Number("final_loss"));
-  SKRULL_ASSIGN_OR_RETURN(s->tokens_per_second, f.Number("tokens_per_second"));
-  SKRULL_ASSIGN_OR_RETURN(s->bucket_size_tokens, f.Int("bucket_size_tokens"));
-  SKRULL_ASSIGN_OR_RETURN(s->peak_memory_bytes, f.Uint("peak_memory_bytes"));
+Status ReadFigures(const JsonFields& f, RunSummary* s) {
+  SKRULL_ASSIGN_OR_RETURN(s->job, f.OptionalString("job"));
+  SKRULL_ASSIGN_OR_RETURN(s->steps, f.OptionalInt("steps", 0));
+  SKRULL_ASSIGN_OR_RETURN(s->initial_loss, f.OptionalDouble("initial_loss", 0));
+  SKRULL_ASSIGN_OR_RETURN(s->final_loss, f.OptionalDouble("final_loss", 0));
+  SKRULL_ASSIGN_OR_RETURN(s->tokens_per_second, f.OptionalDouble("tokens_per_second", 0));
+  SKRULL_ASSIGN_OR_RETURN(s->bucket_size_tokens, f.OptionalInt("bucket_size_tokens", 0));
+  SKRULL_ASSIGN_OR_RETURN(s->peak_memory_bytes, f.OptionalUint("peak_memory_bytes", 0));
   return OkStatus();
 }
 
@@ -201,58 +127,54 @@ StatusOr<RunSummary> ParseRunSummary(const std::string& text, const std::string&
   SKRULL_ASSIGN_OR_RETURN(const json j, ParseObject(text, path));
   RunSummary s;
   s.path = path;
-  const Fields f(j, path);
+  const JsonFields f(j, path);
   SKRULL_RETURN_IF_ERROR(ReadFigures(f, &s));
   if (!j.contains("ranks")) {
     // A single-process run: the trainer's own summary, written when it ends.
     s.ok = true;
     RunSummary::Rank r;
-    SKRULL_ASSIGN_OR_RETURN(int64_t rank, f.Int("rank"));
+    SKRULL_ASSIGN_OR_RETURN(int64_t rank, f.OptionalInt("rank", 0));
     r.rank = static_cast<int>(rank);
     r.has_summary = true;
-    SKRULL_ASSIGN_OR_RETURN(r.device, f.String("device"));
+    SKRULL_ASSIGN_OR_RETURN(r.device, f.OptionalString("device"));
     r.peak_memory_bytes = s.peak_memory_bytes;
     r.bucket_size_tokens = s.bucket_size_tokens;
-    SKRULL_ASSIGN_OR_RETURN(const json* rollbacks, f.Object("rollbacks"));
+    SKRULL_ASSIGN_OR_RETURN(const json* rollbacks, f.OptionalObject("rollbacks"));
     if (rollbacks != nullptr) {
       SKRULL_ASSIGN_OR_RETURN(r.runtime_rollbacks,
-                              Fields(*rollbacks, path, "rollbacks.").Int("runtime"));
+                              f.Nested("rollbacks", *rollbacks).OptionalInt("runtime", 0));
     }
     s.ranks.push_back(r);
     return s;
   }
-  SKRULL_ASSIGN_OR_RETURN(s.ok, f.Bool("ok", true));
-  SKRULL_ASSIGN_OR_RETURN(int64_t world, f.Int("world_size"));
+  SKRULL_ASSIGN_OR_RETURN(s.ok, f.RequiredBool("ok"));
+  SKRULL_ASSIGN_OR_RETURN(int64_t world, f.OptionalInt("world_size", 0));
   s.world_size = static_cast<int>(std::max<int64_t>(1, world));
-  SKRULL_ASSIGN_OR_RETURN(int64_t ppn, f.Int("procs_per_node"));
+  SKRULL_ASSIGN_OR_RETURN(int64_t ppn, f.OptionalInt("procs_per_node", 0));
   s.procs_per_node = static_cast<int>(std::max<int64_t>(1, ppn));
-  SKRULL_ASSIGN_OR_RETURN(int64_t interrupted, f.Int("interrupted_by_signal"));
+  SKRULL_ASSIGN_OR_RETURN(int64_t interrupted, f.OptionalInt("interrupted_by_signal", 0));
   s.interrupted_by_signal = static_cast<int>(interrupted);
-  SKRULL_ASSIGN_OR_RETURN(s.wall_seconds, f.Number("wall_seconds"));
-  SKRULL_ASSIGN_OR_RETURN(const json* failure, f.Object("failure"));
+  SKRULL_ASSIGN_OR_RETURN(s.wall_seconds, f.OptionalDouble("wall_seconds", 0));
+  SKRULL_ASSIGN_OR_RETURN(const json* failure, f.OptionalObject("failure"));
   if (failure != nullptr) {
-    const Fields ff(*failure, path, "failure.");
+    const JsonFields ff = f.Nested("failure", *failure);
     RunSummary::Failure fail;
-    SKRULL_ASSIGN_OR_RETURN(int64_t rank, ff.Int("rank"));
+    SKRULL_ASSIGN_OR_RETURN(int64_t rank, ff.OptionalInt("rank", 0));
     fail.rank = static_cast<int>(rank);
-    SKRULL_ASSIGN_OR_RETURN(int64_t exit_code, ff.Int("exit_code"));
+    SKRULL_ASSIGN_OR_RETURN(int64_t exit_code, ff.OptionalInt("exit_code", 0));
     fail.exit_code = static_cast<int>(exit_code);
-    SKRULL_ASSIGN_OR_RETURN(int64_t sig, ff.Int("signal"));
+    SKRULL_ASSIGN_OR_RETURN(int64_t sig, ff.OptionalInt("signal", 0));
     fail.signal = static_cast<int>(sig);
-    SKRULL_ASSIGN_OR_RETURN(fail.description, ff.String("description"));
-    SKRULL_ASSIGN_OR_RETURN(fail.log, ff.String("log"));
-    SKRULL_ASSIGN_OR_RETURN(fail.log_tail, ff.String("log_tail"));
+    SKRULL_ASSIGN_OR_RETURN(fail.description, ff.OptionalString("description"));
+    SKRULL_ASSIGN_OR_RETURN(fail.log, ff.OptionalString("log"));
+    SKRULL_ASSIGN_OR_RETURN(fail.log_tail, ff.OptionalString("log_tail"));
     s.failure = fail;
   }
-  const json& ranks = j["ranks"];
-  if (!ranks.is_array()) {
-    return InvalidArgumentError(path + ": field \"ranks\": expected an array (got " +
-                                ranks.dump().substr(0, 60) + ")");
-  }
+  SKRULL_ASSIGN_OR_RETURN(const json* ranks_array, f.RequiredArray("ranks"));
+  const json& ranks = *ranks_array;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (!ranks[i].is_object()) {
-      return InvalidArgumentError(path + ": field \"ranks[" + std::to_string(i) +
-                                  "]\": expected an object");
+      return f.Error("ranks[" + std::to_string(i) + "]", "must be an object", &ranks[i]);
     }
     RunSummary::Rank r;
     SKRULL_RETURN_IF_ERROR(ReadRank(ranks[i], i, path, &r));
@@ -296,24 +218,24 @@ StatusOr<std::vector<StepMemory>> ParseMetricsJsonl(const std::string& text,
       break;
     }
     SKRULL_ASSIGN_OR_RETURN(const json j, std::move(parsed));
-    const Fields f(j, where);
-    SKRULL_ASSIGN_OR_RETURN(int64_t schema, f.Int("schema", true));
+    const JsonFields f(j, where);
+    SKRULL_ASSIGN_OR_RETURN(int64_t schema, f.RequiredInt("schema"));
     if (schema != 1) {
       return InvalidArgumentError(where + ": schema " + std::to_string(schema) +
                                   " is not supported (this controller reads schema 1); use a "
                                   "controller as new as the trainer");
     }
     StepMemory s;
-    SKRULL_ASSIGN_OR_RETURN(int64_t rank, f.Int("rank", true));
+    SKRULL_ASSIGN_OR_RETURN(int64_t rank, f.RequiredInt("rank"));
     s.rank = static_cast<int>(rank);
-    SKRULL_ASSIGN_OR_RETURN(s.step, f.Int("step", true));
-    SKRULL_ASSIGN_OR_RETURN(uint64_t tokens, f.Uint("rank_tokens_peak", true));
+    SKRULL_ASSIGN_OR_RETURN(s.step, f.RequiredInt("step"));
+    SKRULL_ASSIGN_OR_RETURN(uint64_t tokens, f.RequiredUint("rank_tokens_peak"));
     s.rank_tokens_peak = static_cast<int64_t>(tokens);
-    SKRULL_ASSIGN_OR_RETURN(s.memory_peak_bytes, f.Uint("memory_peak_bytes", true));
-    SKRULL_ASSIGN_OR_RETURN(s.memory_capacity_bytes, f.Uint("memory_capacity_bytes", true));
-    SKRULL_ASSIGN_OR_RETURN(uint64_t bucket, f.Uint("bucket_size_tokens", true));
+    SKRULL_ASSIGN_OR_RETURN(s.memory_peak_bytes, f.RequiredUint("memory_peak_bytes"));
+    SKRULL_ASSIGN_OR_RETURN(s.memory_capacity_bytes, f.RequiredUint("memory_capacity_bytes"));
+    SKRULL_ASSIGN_OR_RETURN(uint64_t bucket, f.RequiredUint("bucket_size_tokens"));
     s.bucket_size_tokens = static_cast<int64_t>(bucket);
-    SKRULL_ASSIGN_OR_RETURN(uint64_t runtime, f.Uint("rollbacks_runtime", true));
+    SKRULL_ASSIGN_OR_RETURN(uint64_t runtime, f.RequiredUint("rollbacks_runtime"));
     s.rollbacks_runtime = static_cast<int64_t>(runtime);
     out.push_back(s);
   }
@@ -461,19 +383,15 @@ StatusOr<TuningDecision> TuneRunDirectory(const std::string& output_dir, const a
 StatusOr<uint64_t> ReadProfileCapacityBytes(const std::string& profile_path) {
   SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(profile_path));
   SKRULL_ASSIGN_OR_RETURN(const json j, ParseObject(text, profile_path));
-  SKRULL_ASSIGN_OR_RETURN(const json* memory, Fields(j, profile_path).Object("memory"));
+  const JsonFields f(j, profile_path);
+  SKRULL_ASSIGN_OR_RETURN(const json* memory, f.OptionalObject("memory"));
   if (memory == nullptr) {
-    return InvalidArgumentError(profile_path +
-                                ": field \"memory\": required for the memory capacity; a "
-                                "shipped profile has none: measure one with `skrull-trainer "
-                                "--profile --job FILE --out profile.json`");
+    return f.Error("memory",
+                   "required for the memory capacity; a shipped profile has none: measure one "
+                   "with `skrull-trainer --profile --job FILE --out profile.json`");
   }
   SKRULL_ASSIGN_OR_RETURN(uint64_t cap,
-                          Fields(*memory, profile_path, "memory.").Uint("capacity_bytes", true));
-  if (cap == 0) {
-    return InvalidArgumentError(profile_path +
-                                ": field \"memory.capacity_bytes\": must be > 0 (got 0)");
-  }
+                          f.Nested("memory", *memory).RequiredUint("capacity_bytes", 1));
   return cap;
 }
 

@@ -69,9 +69,9 @@ struct RunSummary {
 };
 
 // Parses summary.json text; `path` names the file in errors. Errors:
-// InvalidArgument "<path>:<line>:<column>: not JSON: ..." or "<path>: field
-// \"ranks[1].summary.peak_memory_bytes\": expected an unsigned integer
-// (got "x")".
+// InvalidArgument "<path>:<line>:<column>: not JSON: ..." or "<path>:
+// ranks[1].summary.peak_memory_bytes: must be an integer (got "x")"
+// (common/json_fields.h).
 StatusOr<RunSummary> ParseRunSummary(const std::string& text, const std::string& path);
 // Reads and parses <path>. NotFound names the file and says the run may not
 // have started or may have been killed before writing it.
@@ -89,8 +89,8 @@ struct StepMemory {
 };
 
 // Parses a metrics.jsonl file's text; `path` names it in errors, which also
-// give the 1-based line: "<path>:7: field \"memory_peak_bytes\": expected an
-// unsigned integer (got \"x\")", "<path>:3:12: not JSON: ...", "<path>:1:
+// give the 1-based line: "<path>:7: memory_peak_bytes: must be an integer
+// (got \"x\")", "<path>:3:12: not JSON: ...", "<path>:1:
 // schema 2 is not supported (this controller reads schema 1)". A last line
 // without its newline that does not parse is dropped (the writer was killed
 // mid-line, which is how out-of-memory runs end); `truncated_last_line`, when

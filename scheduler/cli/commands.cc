@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "common/text_table.h"
 #include "scheduler/checked_math.h"
 #include "scheduler/cli/lengths_file.h"
 #include "scheduler/cli/timeline.h"
@@ -21,22 +22,6 @@
 
 namespace skrull::scheduler::cli {
 namespace {
-
-std::string Fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
-
-std::string WithCommas(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
 
 std::string PolicyNames() {
   std::string names;
@@ -67,36 +52,6 @@ Status WriteSvg(const std::string& path, const Plan& plan, const CostModel& cost
   Status s = WriteFileAtomically(path, RenderTimelineSvg(timeline));
   if (!s.ok()) return s.WithContext("--svg");
   return OkStatus();
-}
-
-// A table: column headers, then rows; numbers right-aligned, first column left.
-std::string FormatTable(const std::vector<std::string>& header,
-                        const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width(header.size(), 0);
-  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
-      width[c] = std::max(width[c], row[c].size());
-    }
-  }
-  std::ostringstream out;
-  auto emit = [&](const std::vector<std::string>& row) {
-    for (size_t c = 0; c < row.size(); ++c) {
-      if (c > 0) out << "  ";
-      if (c == 0) {
-        out << std::left << std::setw(static_cast<int>(width[c])) << row[c];
-      } else {
-        out << std::right << std::setw(static_cast<int>(width[c])) << row[c];
-      }
-    }
-    out << "\n";
-  };
-  emit(header);
-  size_t total = 0;
-  for (size_t w : width) total += w + 2;
-  out << std::string(total > 2 ? total - 2 : 0, '-') << "\n";
-  for (const auto& row : rows) emit(row);
-  return out.str();
 }
 
 std::string SequenceList(const std::vector<const PlacedSequence*>& seqs, size_t max_items) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/text_table.h"
 #include "scheduler/policy.h"
 #include "scheduler/simulator.h"
 
@@ -13,16 +14,6 @@ std::string Ms(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f ms", seconds * 1e3);
   return buf;
-}
-
-std::string WithCommas(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
 }
 
 // Scale s for the compute boxes so that max(comm, s*local) + s*dist equals

@@ -47,5 +47,19 @@ TEST(FileUtil, DirectoryIsRejected) {
   EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(FileUtil, FsyncPathSyncsFilesAndDirectories) {
+  std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomically(dir + "/f", "x").ok());
+  EXPECT_TRUE(FsyncPath(dir + "/f").ok());
+  EXPECT_TRUE(FsyncPath(dir).ok());
+}
+
+TEST(FileUtil, FsyncPathOfMissingPathIsIoErrorNamingIt) {
+  std::string missing = TempDir() + "/nope";
+  Status s = FsyncPath(missing);
+  EXPECT_EQ(s.code(), StatusCode::kIoError);
+  EXPECT_NE(s.message().find(missing + ": open for fsync failed"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace skrull

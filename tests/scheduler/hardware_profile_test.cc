@@ -102,7 +102,8 @@ TEST(HardwareProfile, ParseReportsEveryProblemWithItsField) {
   const std::string& m = p.status().message();
   for (const char* want :
        {"bad.json", "peak_flops_per_second: must be > 0", "gemm_efficiency[1]: fraction of peak",
-        "gemm_efficiency[1]: tokens must be strictly ascending", "attention_efficiency: required",
+        "gemm_efficiency[1]: tokens must be strictly ascending",
+        "attention_efficiency: must be a non-empty array",
         "all_gather.bandwidth_bytes_per_second: required field missing", "all_reduce: required"}) {
     EXPECT_NE(m.find(want), std::string::npos) << want << " in " << m;
   }

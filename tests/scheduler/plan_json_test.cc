@@ -54,12 +54,12 @@ TEST(PlanJson, ErrorsNameTheFieldPath) {
                                cost);
   ASSERT_FALSE(bad_rank.ok());
   EXPECT_EQ(bad_rank.status().message(),
-            "micro_batches[0].sequences[0].cp_rank: must be -1 or in [0, 4) (got 7)");
+            "plan: micro_batches[0].sequences[0].cp_rank: must be -1 or in [0, 4) (got 7)");
   auto missing = PlanFromJson(R"({"policy":"x","dp":1,"cp":1,"bucket_size":10,"micro_batches":[
       {"dp_rank":0,"index":0,"sequences":[{"id":1,"cp_rank":0}]}]})",
                               cost);
   EXPECT_EQ(missing.status().message(),
-            "micro_batches[0].sequences[0].length: required field missing");
+            "plan: micro_batches[0].sequences[0].length: required field missing");
   auto order = PlanFromJson(R"({"policy":"x","dp":2,"cp":1,"bucket_size":10,"micro_batches":[
       {"dp_rank":1,"index":1,"sequences":[]}]})",
                             cost);
@@ -70,7 +70,7 @@ TEST(PlanJson, ErrorsNameTheFieldPath) {
   EXPECT_EQ(PlanFromJson(R"({"policy":"x","dp":0,"cp":1,"bucket_size":1,"micro_batches":[]})", cost)
                 .status()
                 .message(),
-            "dp: must be >= 1 (got 0)");
+            "plan: dp: must be in [1, 2147483647] (got 0)");
   EXPECT_FALSE(PlanFromJson("{", cost).ok());
   EXPECT_FALSE(PlanFromJson("[]", cost).ok());
 }

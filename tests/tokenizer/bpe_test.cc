@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "tests/tokenizer/tokenizer_test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -81,6 +86,41 @@ TEST(Bpe, RefusesDropoutAndByteFallback) {
   EXPECT_EQ(t.status().message(),
             "t.json: model.dropout = 0.1 is not supported by this byte-level BPE (it must be "
             "null, false or empty)");
+}
+
+// Fields of the wrong JSON type used to throw nlohmann::type_error out of
+// Tokenizer::FromJson (json::value()); they are errors naming the field now.
+TEST(Bpe, FieldsOfTheWrongTypeAreErrorsNamingTheField) {
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+      {[](nlohmann::json& d) { d["model"]["ignore_merges"] = "yes"; },
+       "t.json: model.ignore_merges: must be true or false (got \"yes\")"},
+      {[](nlohmann::json& d) { d["model"]["type"] = 7; },
+       "t.json: model.type: must be a string (got 7)"},
+      {[](nlohmann::json& d) { d["model"]["vocab"] = nlohmann::json::array(); },
+       "t.json: model.vocab: must be an object (got [])"},
+      {[](nlohmann::json& d) { d["model"].erase("merges"); },
+       "t.json: model.merges: required field missing"},
+      {[](nlohmann::json& d) {
+         d["added_tokens"] = {{{"id", 300}, {"content", "<x>"}, {"special", 1}}};
+       },
+       "t.json: added_tokens[0].special: must be true or false (got 1)"},
+      {[](nlohmann::json& d) {
+         d["post_processor"] = {{"type", false}};
+       },
+       "t.json: post_processor.type: must be a string (got false)"},
+  };
+  for (const auto& [edit, want] : cases) {
+    nlohmann::json doc = nlohmann::json::parse(TokenizerJsonBuilder().Json());
+    edit(doc);
+    std::string got;
+    try {
+      auto t = Tokenizer::FromJson(doc.dump(), "t.json");
+      got = t.ok() ? "ok" : t.status().message();
+    } catch (const std::exception& e) {
+      got = std::string("threw: ") + e.what();
+    }
+    EXPECT_EQ(got, want);
+  }
 }
 
 }  // namespace

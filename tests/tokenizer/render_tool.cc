@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/chat.h"
@@ -33,14 +34,25 @@ std::string FixedTime(const std::string& format) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: tokenizer_render_tool TEMPLATES.json CHATS.jsonl\n";
-    return 2;
+  std::string templates_path, chats_path;
+  CLI::App app{"Renders every chat of CHATS.jsonl with every template of TEMPLATES.json",
+               "tokenizer_render_tool"};
+  app.add_option("TEMPLATES.json", templates_path, "{name: {template, special_tokens}}")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("CHATS.jsonl", chats_path, "one {\"messages\": [...]} per line")
+      ->required()
+      ->check(CLI::ExistingFile);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
   }
-  std::ifstream tf(argv[1]);
+  std::ifstream tf(templates_path);
   const Json templates = Json::parse(tf);
   std::vector<Json> chats;
-  std::ifstream cf(argv[2]);
+  std::ifstream cf(chats_path);
   for (std::string line; std::getline(cf, line);) {
     if (!line.empty()) chats.push_back(Json::parse(line));
   }

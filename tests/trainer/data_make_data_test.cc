@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/file_util.h"
 #include "trainer/data/byte_tokenizer.h"
@@ -179,13 +181,18 @@ TEST(MakeDataBinary, WritesTheFileAndRejectsBadFlags) {
   ASSERT_TRUE(WriteKeyRetrievalData(o, dir + "/lib.jsonl").ok());
   EXPECT_EQ(*ReadFileToString(out), *ReadFileToString(dir + "/lib.jsonl"));
 
-  std::string bad = tool + " --n x --format csv > " + dir + "/bad 2>&1";
-  int rc = std::system(bad.c_str());
-  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 2) << rc;
-  std::string msg = *ReadFileToString(dir + "/bad");
-  EXPECT_HAS(msg, "--n: not a valid number: 'x'");
-  EXPECT_HAS(msg, "--format: must be tokenized-jsonl or text-jsonl (got 'csv')");
-  EXPECT_HAS(msg, "--out: required");
+  // Flags are CLI11's: the first bad one is reported, with exit status 2.
+  for (const auto& [flags, want] : std::vector<std::pair<std::string, std::string>>{
+           {"--out " + out + " --n x", "--n = x"},
+           {"--out " + out + " --format csv", "--format: csv not in {tokenized-jsonl,text-jsonl}"},
+           {"--out " + out + " --seed -1", "--seed"},
+           {"--n 5", "--out is required"},
+           {"--out " + out + " --n 0", "--n: must be >= 1 (got 0)"}}) {
+    const std::string bad = tool + " " + flags + " > " + dir + "/bad 2>&1";
+    const int rc = std::system(bad.c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 2) << flags << ": " << rc;
+    EXPECT_HAS(*ReadFileToString(dir + "/bad"), want);
+  }
 }
 
 }  // namespace

@@ -1,19 +1,26 @@
 // Per-step phase seconds and the gradient all-reduce overlapped with backward,
 // on real 2-process runs (Gloo on loopback):
-//   - CP=2 with distributed sequences: every metrics.jsonl line's phases are
-//     >= 0 and add up to at most the step, and cp_comm_wait is not 0;
+//   - every metrics.jsonl line's phases add up to its step time (the trainer
+//     clamps compute and idle at 0, so a wait counted twice or outside the
+//     step breaks the sum) and compute is not 0;
+//   - CP=2 with distributed sequences: cp_comm_wait is not 0;
+//   - DP=2 with one rank made slow before its forward pass: the other rank's
+//     dp_comm_wait grows by about the delay, the slow rank's idle by at
+//     least the delay, and its own dp_comm_wait stays below the other's;
 //   - DP=2 with small gradient buckets: buckets go out during backward, and
 //     the training is bit-for-bit the one that reduces after backward.
 //
 // All tensor work happens in forked children; the parent reads the files.
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -63,9 +70,12 @@ class StepPhasesTest : public ::testing::Test {
     if (!HasFailure()) fs::remove_all(root_);
   }
 
-  // Trains a 2-process job; returns its output folder.
+  // Trains a 2-process job; returns its output folder. Rank `slow_rank`
+  // (none when < 0) sleeps `slow_seconds` in every step after planning,
+  // before its forward pass.
   std::string Train(const std::string& name, int dp, int cp, int64_t bucket_tokens,
-                    const C10dCollectivesOptions& collectives) {
+                    const C10dCollectivesOptions& collectives, int slow_rank = -1,
+                    double slow_seconds = 0) {
     const fs::path dir = root_ / name;
     fs::create_directories(dir);
     std::ostringstream y;
@@ -91,6 +101,14 @@ class StepPhasesTest : public ::testing::Test {
           o.trainer.serve_metrics = false;
           o.trainer.log = &quiet;
           o.collectives = collectives;
+          if (slow_rank >= 0) {
+            // Every rank gets the same (no-op) plan guard so plans stay equal.
+            const bool slow = env.rank == slow_rank;
+            o.trainer.plan_guard = [slow, slow_seconds](scheduler::Plan*) -> StatusOr<int64_t> {
+              if (slow) std::this_thread::sleep_for(std::chrono::duration<double>(slow_seconds));
+              return int64_t{0};
+            };
+          }
           return RunDistributedTrainer(job, env, o).status();
         },
         std::chrono::seconds(120));
@@ -123,17 +141,21 @@ nlohmann::json ReadComm(const std::string& out_dir, int rank) {
   return text.ok() ? nlohmann::json::parse(*text) : nlohmann::json();
 }
 
-void ExpectPhasesWithinStep(const metrics::StepRecord& r, const std::string& where) {
+std::string MetricsPath(const std::string& out, int rank) {
+  return out + (rank == 0 ? "/metrics.jsonl" : "/metrics-rank" + std::to_string(rank) + ".jsonl");
+}
+
+// compute = work - waits and idle = step - work - ... are clamped at 0 by the
+// trainer, so ">= 0" cannot fail; the sum can: it equals the step only when
+// both waits lie inside the work window and neither is counted twice.
+void ExpectPhasesAddUpToTheStep(const metrics::StepRecord& r, const std::string& where) {
   const metrics::PhaseSeconds& p = r.phase_seconds;
-  EXPECT_GE(p.compute, 0.0) << where;
-  EXPECT_GE(p.cp_comm_wait, 0.0) << where;
-  EXPECT_GE(p.dp_comm_wait, 0.0) << where;
-  EXPECT_GE(p.idle, 0.0) << where;
   EXPECT_GT(p.compute, 0.0) << where;
+  EXPECT_GT(r.step_seconds, 0.0) << where;
   const double sum = p.compute + p.cp_comm_wait + p.dp_comm_wait + p.idle;
-  EXPECT_LE(sum, r.step_seconds * (1 + 1e-9) + 1e-12)
+  EXPECT_NEAR(sum, r.step_seconds, 1e-9 + 1e-9 * r.step_seconds)
       << where << ": compute " << p.compute << " + cp " << p.cp_comm_wait << " + dp "
-      << p.dp_comm_wait << " + idle " << p.idle << " > step " << r.step_seconds;
+      << p.dp_comm_wait << " + idle " << p.idle << " != step " << r.step_seconds;
 }
 
 TEST_F(StepPhasesTest, CpRunReportsCpWaitPerStepAndPhasesFitTheStep) {
@@ -141,14 +163,13 @@ TEST_F(StepPhasesTest, CpRunReportsCpWaitPerStepAndPhasesFitTheStep) {
   double cp_wait = 0, dp_wait = 0;
   int64_t distributed = 0;
   for (int rank = 0; rank < 2; ++rank) {
-    const std::string path =
-        out + (rank == 0 ? "/metrics.jsonl" : "/metrics-rank" + std::to_string(rank) + ".jsonl");
+    const std::string path = MetricsPath(out, rank);
     const std::vector<metrics::StepRecord> records = ReadRecords(path);
     EXPECT_EQ(records.size(), static_cast<size_t>(kSteps)) << path;
     double rank_cp_wait = 0;
     metrics::PhaseSeconds sums;
     for (const metrics::StepRecord& r : records) {
-      ExpectPhasesWithinStep(r, path + " step " + std::to_string(r.step));
+      ExpectPhasesAddUpToTheStep(r, path + " step " + std::to_string(r.step));
       distributed += static_cast<int64_t>(r.distributed_sequences);
       rank_cp_wait += r.phase_seconds.cp_comm_wait;
       dp_wait += r.phase_seconds.dp_comm_wait;
@@ -180,6 +201,34 @@ TEST_F(StepPhasesTest, CpRunReportsCpWaitPerStepAndPhasesFitTheStep) {
   EXPECT_GT(dp_wait, 0.0);
 }
 
+TEST_F(StepPhasesTest, ASlowRankShowsAsTheOtherRanksDpWaitAndItsOwnIdle) {
+  constexpr double kDelay = 0.4;  // seconds per step on rank 1
+  const std::string out = Train("dp2-slow", 2, 1, 200, C10dCollectivesOptions(), 1, kDelay);
+  metrics::PhaseSeconds total[2];
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::vector<metrics::StepRecord> records = ReadRecords(MetricsPath(out, rank));
+    ASSERT_EQ(records.size(), static_cast<size_t>(kSteps)) << "rank " << rank;
+    for (const metrics::StepRecord& r : records) {
+      const std::string where = "rank " + std::to_string(rank) + " step " + std::to_string(r.step);
+      ExpectPhasesAddUpToTheStep(r, where);
+      if (rank == 1) {
+        // The sleep lies inside the step but before the work window: idle.
+        EXPECT_GE(r.phase_seconds.idle, kDelay) << where;
+      }
+      total[rank].dp_comm_wait += r.phase_seconds.dp_comm_wait;
+      total[rank].idle += r.phase_seconds.idle;
+    }
+  }
+  // Rank 0 reaches the gradient all-reduce about kDelay before rank 1 every
+  // step; half of that allows for scheduling noise on a loaded machine.
+  EXPECT_GE(total[0].dp_comm_wait, 0.5 * kDelay * kSteps)
+      << "rank 0 waited " << total[0].dp_comm_wait << " s for a rank " << kDelay
+      << " s late per step";
+  EXPECT_LT(total[1].dp_comm_wait, total[0].dp_comm_wait)
+      << "the slow rank should wait less than the one waiting for it";
+  EXPECT_GT(total[1].idle, total[0].idle);
+}
+
 TEST_F(StepPhasesTest, OverlappedBucketsTrainBitForBitLikeReducingAfterBackward) {
   C10dCollectivesOptions overlapped;
   overlapped.bucket_bytes = 4096;  // the tiny model's ~70 KB of gradients in ~20 buckets
@@ -201,7 +250,7 @@ TEST_F(StepPhasesTest, OverlappedBucketsTrainBitForBitLikeReducingAfterBackward)
   }
   for (const std::string& out : {out_overlapped, out_after}) {
     for (const metrics::StepRecord& r : ReadRecords(out + "/metrics.jsonl")) {
-      ExpectPhasesWithinStep(r, out + " step " + std::to_string(r.step));
+      ExpectPhasesAddUpToTheStep(r, out + " step " + std::to_string(r.step));
       EXPECT_EQ(r.phase_seconds.cp_comm_wait, 0.0);
     }
   }

@@ -176,12 +176,12 @@ TEST(StepLine, ParseErrorsNameTheField) {
   std::string negative = text;
   negative.replace(negative.find("\"tokens\":1000"), 13, "\"tokens\":-5");
   EXPECT_EQ(ParseStepLine(negative).status().message(),
-            "metrics.jsonl: field \"tokens\": expected an unsigned integer");
+            "metrics.jsonl: tokens: must be >= 0 (got -5)");
 
   std::string missing = text;
   missing.replace(missing.find("\"micro_batches\""), 15, "\"micro_batchez\"");
   EXPECT_EQ(ParseStepLine(missing).status().message(),
-            "metrics.jsonl: field \"micro_batches\": missing");
+            "metrics.jsonl: micro_batches: required field missing");
 
   std::string future = text;
   future.replace(future.find("\"schema\":1"), 10, "\"schema\":9");

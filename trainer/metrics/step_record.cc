@@ -1,9 +1,12 @@
 #include "trainer/metrics/step_record.h"
 
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "common/json_fields.h"
 
 namespace skrull::metrics {
 
@@ -21,56 +24,6 @@ void CheckSecondsOrFlops(const char* field, double value, std::ostringstream& pr
 // nlohmann writes NaN / Inf as null; keep that explicit so the reader can
 // mirror it.
 Json Number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
-
-Status FieldError(const std::string& field, const std::string& what) {
-  return InvalidArgumentError("metrics.jsonl: field \"" + field + "\": " + what);
-}
-
-Status ReadDouble(const Json& j, const std::string& field, double* out) {
-  auto it = j.find(field);
-  if (it == j.end()) return FieldError(field, "missing");
-  if (it->is_null()) {
-    *out = std::numeric_limits<double>::quiet_NaN();
-    return OkStatus();
-  }
-  if (!it->is_number()) return FieldError(field, "expected a number");
-  *out = it->get<double>();
-  return OkStatus();
-}
-
-Status ReadUint(const Json& j, const std::string& field, uint64_t* out) {
-  auto it = j.find(field);
-  if (it == j.end()) return FieldError(field, "missing");
-  if (!it->is_number_unsigned()) return FieldError(field, "expected an unsigned integer");
-  *out = it->get<uint64_t>();
-  return OkStatus();
-}
-
-Status ReadInt(const Json& j, const std::string& field, int64_t* out) {
-  auto it = j.find(field);
-  if (it == j.end()) return FieldError(field, "missing");
-  if (!it->is_number_integer()) return FieldError(field, "expected an integer");
-  *out = it->get<int64_t>();
-  return OkStatus();
-}
-
-Status ReadRank(const Json& j, const std::string& field, int* out) {
-  int64_t v = 0;
-  SKRULL_RETURN_IF_ERROR(ReadInt(j, field, &v));
-  if (v < 0 || v > std::numeric_limits<int>::max()) {
-    return FieldError(field, "out of range (got " + std::to_string(v) + ")");
-  }
-  *out = static_cast<int>(v);
-  return OkStatus();
-}
-
-Status ReadString(const Json& j, const std::string& field, std::string* out) {
-  auto it = j.find(field);
-  if (it == j.end()) return FieldError(field, "missing");
-  if (!it->is_string()) return FieldError(field, "expected a string");
-  *out = it->get<std::string>();
-  return OkStatus();
-}
 
 }  // namespace
 
@@ -150,46 +103,60 @@ StatusOr<StepLine> ParseStepLine(std::string_view text) {
   Json j = Json::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgumentError("metrics.jsonl: line is not valid JSON");
   if (!j.is_object()) return InvalidArgumentError("metrics.jsonl: line is not a JSON object");
-  int64_t schema = 0;
-  SKRULL_RETURN_IF_ERROR(ReadInt(j, "schema", &schema));
+  const JsonFields f(j, "metrics.jsonl");
+  SKRULL_ASSIGN_OR_RETURN(const int64_t schema, f.RequiredInt("schema"));
   if (schema != kStepLineSchema) {
-    return FieldError("schema", "unsupported version " + std::to_string(schema) +
-                                    " (this build reads " + std::to_string(kStepLineSchema) + ")");
+    return f.Error("schema", "unsupported version " + std::to_string(schema) +
+                                 " (this build reads " + std::to_string(kStepLineSchema) + ")");
   }
+  // Numbers: NaN and Inf were written as null (Number above) and read back as NaN.
+  auto read_double = [&f](const char* key, double* out) -> Status {
+    if (f.IsNull(key)) {
+      *out = std::numeric_limits<double>::quiet_NaN();
+      return OkStatus();
+    }
+    SKRULL_ASSIGN_OR_RETURN(*out, f.RequiredDouble(key));
+    return OkStatus();
+  };
+  auto read_rank = [&f](const char* key, int* out) -> Status {
+    SKRULL_ASSIGN_OR_RETURN(const int64_t rank, f.RequiredInt(key, 0, INT_MAX));
+    *out = static_cast<int>(rank);
+    return OkStatus();
+  };
   StepLine line;
   StepRecord& r = line.record;
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "time_unix_seconds", &line.time_unix_seconds));
-  SKRULL_RETURN_IF_ERROR(ReadString(j, "job", &line.job));
-  SKRULL_RETURN_IF_ERROR(ReadRank(j, "rank", &line.rank));
-  SKRULL_RETURN_IF_ERROR(ReadRank(j, "dp_rank", &line.dp_rank));
-  SKRULL_RETURN_IF_ERROR(ReadRank(j, "cp_rank", &line.cp_rank));
-  SKRULL_RETURN_IF_ERROR(ReadString(j, "node", &line.node));
-  SKRULL_RETURN_IF_ERROR(ReadInt(j, "step", &r.step));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "loss", &r.loss));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "tokens", &r.tokens));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "padding_tokens", &r.padding_tokens));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "model_flops", &r.model_flops));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "hardware_flops", &r.hardware_flops));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "step_seconds", &r.step_seconds));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "scheduler_seconds", &r.scheduler_seconds));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "compute_seconds", &r.phase_seconds.compute));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "cp_comm_wait_seconds", &r.phase_seconds.cp_comm_wait));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "dp_comm_wait_seconds", &r.phase_seconds.dp_comm_wait));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "idle_seconds", &r.phase_seconds.idle));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "rank_tokens_peak", &r.rank_tokens_peak));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "bucket_size_tokens", &r.bucket_size_tokens));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "memory_peak_bytes", &r.memory_peak_bytes));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "memory_capacity_bytes", &r.memory_capacity_bytes));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "rollbacks_dacp", &r.rollbacks.dacp));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "rollbacks_gds", &r.rollbacks.gds));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "rollbacks_runtime", &r.rollbacks.runtime));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "local_sequences", &r.local_sequences));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "distributed_sequences", &r.distributed_sequences));
-  SKRULL_RETURN_IF_ERROR(ReadUint(j, "micro_batches", &r.micro_batches));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "peak_flops_per_second", &r.peak_flops_per_second));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "tokens_per_second", &line.rates.tokens_per_second));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "mfu", &line.rates.mfu));
-  SKRULL_RETURN_IF_ERROR(ReadDouble(j, "hfu", &line.rates.hfu));
+  SKRULL_RETURN_IF_ERROR(read_double("time_unix_seconds", &line.time_unix_seconds));
+  SKRULL_ASSIGN_OR_RETURN(line.job, f.RequiredString("job"));
+  SKRULL_RETURN_IF_ERROR(read_rank("rank", &line.rank));
+  SKRULL_RETURN_IF_ERROR(read_rank("dp_rank", &line.dp_rank));
+  SKRULL_RETURN_IF_ERROR(read_rank("cp_rank", &line.cp_rank));
+  SKRULL_ASSIGN_OR_RETURN(line.node, f.RequiredString("node"));
+  SKRULL_ASSIGN_OR_RETURN(r.step, f.RequiredInt("step"));
+  SKRULL_RETURN_IF_ERROR(read_double("loss", &r.loss));
+  SKRULL_ASSIGN_OR_RETURN(r.tokens, f.RequiredUint("tokens"));
+  SKRULL_ASSIGN_OR_RETURN(r.padding_tokens, f.RequiredUint("padding_tokens"));
+  SKRULL_RETURN_IF_ERROR(read_double("model_flops", &r.model_flops));
+  SKRULL_RETURN_IF_ERROR(read_double("hardware_flops", &r.hardware_flops));
+  SKRULL_RETURN_IF_ERROR(read_double("step_seconds", &r.step_seconds));
+  SKRULL_RETURN_IF_ERROR(read_double("scheduler_seconds", &r.scheduler_seconds));
+  SKRULL_RETURN_IF_ERROR(read_double("compute_seconds", &r.phase_seconds.compute));
+  SKRULL_RETURN_IF_ERROR(read_double("cp_comm_wait_seconds", &r.phase_seconds.cp_comm_wait));
+  SKRULL_RETURN_IF_ERROR(read_double("dp_comm_wait_seconds", &r.phase_seconds.dp_comm_wait));
+  SKRULL_RETURN_IF_ERROR(read_double("idle_seconds", &r.phase_seconds.idle));
+  SKRULL_ASSIGN_OR_RETURN(r.rank_tokens_peak, f.RequiredUint("rank_tokens_peak"));
+  SKRULL_ASSIGN_OR_RETURN(r.bucket_size_tokens, f.RequiredUint("bucket_size_tokens"));
+  SKRULL_ASSIGN_OR_RETURN(r.memory_peak_bytes, f.RequiredUint("memory_peak_bytes"));
+  SKRULL_ASSIGN_OR_RETURN(r.memory_capacity_bytes, f.RequiredUint("memory_capacity_bytes"));
+  SKRULL_ASSIGN_OR_RETURN(r.rollbacks.dacp, f.RequiredUint("rollbacks_dacp"));
+  SKRULL_ASSIGN_OR_RETURN(r.rollbacks.gds, f.RequiredUint("rollbacks_gds"));
+  SKRULL_ASSIGN_OR_RETURN(r.rollbacks.runtime, f.RequiredUint("rollbacks_runtime"));
+  SKRULL_ASSIGN_OR_RETURN(r.local_sequences, f.RequiredUint("local_sequences"));
+  SKRULL_ASSIGN_OR_RETURN(r.distributed_sequences, f.RequiredUint("distributed_sequences"));
+  SKRULL_ASSIGN_OR_RETURN(r.micro_batches, f.RequiredUint("micro_batches"));
+  SKRULL_RETURN_IF_ERROR(read_double("peak_flops_per_second", &r.peak_flops_per_second));
+  SKRULL_RETURN_IF_ERROR(read_double("tokens_per_second", &line.rates.tokens_per_second));
+  SKRULL_RETURN_IF_ERROR(read_double("mfu", &line.rates.mfu));
+  SKRULL_RETURN_IF_ERROR(read_double("hfu", &line.rates.hfu));
   return line;
 }
 

@@ -13,6 +13,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/file_util.h"
+
 namespace skrull::model {
 namespace {
 
@@ -472,12 +474,7 @@ Status SafetensorsWriter::WriteFile(const std::string& path) const {
     ::unlink(tmp.c_str());
     return IoError(path + ": rename from " + tmp + " failed: " + std::strerror(err));
   }
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return OkStatus();
+  return FsyncPath(dir.string());
 }
 
 // ---------------------------------------------------------------- conversion

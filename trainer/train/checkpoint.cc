@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "common/file_util.h"
+#include "common/json_fields.h"
 
 namespace skrull::train {
 
@@ -22,21 +23,8 @@ namespace {
 
 constexpr int kTrainerStateSchema = 1;
 
-// NaN/inf are not JSON; store them as null and read null back as NaN.
+// NaN/inf are not JSON; store them as null (read back as NaN).
 json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-double ReadNumber(const json& j) {
-  return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>();
-}
-
-Status Fsync(const std::string& path, bool directory) {
-  int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
-  if (fd < 0) return IoError(path + ": open for fsync failed: " + std::strerror(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return IoError(path + ": fsync failed: " + std::strerror(err));
-  return OkStatus();
-}
 
 bool IsCompleteCheckpoint(const fs::path& dir) {
   std::error_code ec;
@@ -80,43 +68,47 @@ StatusOr<TrainerState> ParseTrainerStateJson(const std::string& text, const std:
                                 ": not a JSON object; the checkpoint is damaged (resume "
                                 "from an earlier step-<N> folder)");
   }
-  TrainerState s;
-  std::string field;
-  try {
-    field = "schema";
-    if (j.at(field).get<int>() != kTrainerStateSchema) {
-      return InvalidArgumentError(origin + ": schema " + j.at(field).dump() +
-                                  " is not supported (expected " +
-                                  std::to_string(kTrainerStateSchema) + ")");
-    }
-    field = "step";
-    s.step = j.at(field).get<int64_t>();
-    field = "sampler_seed";
-    s.sampler_seed = j.at(field).get<uint64_t>();
-    field = "data_position";
-    s.data_position = j.at(field).get<int64_t>();
-    field = "rng_state_hex";
-    s.rng_state_hex = j.at(field).get<std::string>();
-    field = "loss_history";
-    for (const json& l : j.at(field)) s.loss_history.push_back(ReadNumber(l));
-    field = "loss_history_first_step";
-    s.loss_history_first_step = j.at(field).get<int64_t>();
-    field = "job_spec_hash";
-    s.job_spec_hash = j.at(field).get<std::string>();
-    field = "initial_loss";
-    s.initial_loss = ReadNumber(j.at(field));
-    field = "tokens";
-    s.tokens = j.at(field).get<int64_t>();
-    field = "train_seconds";
-    s.train_seconds = j.at(field).get<double>();
-    field = "rollbacks";
-    s.rollbacks_dacp = j.at(field).at("dacp").get<int64_t>();
-    s.rollbacks_gds = j.at(field).at("gds").get<int64_t>();
-    s.rollbacks_runtime = j.at(field).at("runtime").get<int64_t>();
-  } catch (const json::exception& e) {
-    return InvalidArgumentError(origin + ": field \"" + field + "\": " + e.what());
+  const JsonFields f(j, origin);
+  SKRULL_ASSIGN_OR_RETURN(const int64_t schema, f.RequiredInt("schema"));
+  if (schema != kTrainerStateSchema) {
+    return f.Error("schema",
+                   "is not supported (expected " + std::to_string(kTrainerStateSchema) + ")",
+                   &j.at("schema"));
   }
-  if (s.step < 0) return InvalidArgumentError(origin + ": field \"step\": must be >= 0");
+  // Losses: NaN was written as null and reads back as NaN.
+  auto loss = [](const json& v) -> StatusOr<double> {
+    if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (!v.is_number()) return InvalidArgumentError("must be a number or null");
+    return v.get<double>();
+  };
+  TrainerState s;
+  SKRULL_ASSIGN_OR_RETURN(s.step, f.RequiredInt("step", 0));
+  SKRULL_ASSIGN_OR_RETURN(s.sampler_seed, f.RequiredUint("sampler_seed"));
+  SKRULL_ASSIGN_OR_RETURN(s.data_position, f.RequiredInt("data_position"));
+  SKRULL_ASSIGN_OR_RETURN(s.rng_state_hex, f.RequiredString("rng_state_hex"));
+  SKRULL_ASSIGN_OR_RETURN(const json* history, f.RequiredArray("loss_history"));
+  for (size_t i = 0; i < history->size(); ++i) {
+    StatusOr<double> l = loss((*history)[i]);
+    if (!l.ok()) {
+      return f.Error("loss_history[" + std::to_string(i) + "]", l.status().message(),
+                     &(*history)[i]);
+    }
+    s.loss_history.push_back(*l);
+  }
+  SKRULL_ASSIGN_OR_RETURN(s.loss_history_first_step, f.RequiredInt("loss_history_first_step"));
+  SKRULL_ASSIGN_OR_RETURN(s.job_spec_hash, f.RequiredString("job_spec_hash"));
+  if (f.IsNull("initial_loss")) {
+    s.initial_loss = std::numeric_limits<double>::quiet_NaN();
+  } else {
+    SKRULL_ASSIGN_OR_RETURN(s.initial_loss, f.RequiredDouble("initial_loss"));
+  }
+  SKRULL_ASSIGN_OR_RETURN(s.tokens, f.RequiredInt("tokens"));
+  SKRULL_ASSIGN_OR_RETURN(s.train_seconds, f.RequiredDouble("train_seconds"));
+  SKRULL_ASSIGN_OR_RETURN(const json* rollbacks, f.RequiredObject("rollbacks"));
+  const JsonFields rf = f.Nested("rollbacks", *rollbacks);
+  SKRULL_ASSIGN_OR_RETURN(s.rollbacks_dacp, rf.RequiredInt("dacp"));
+  SKRULL_ASSIGN_OR_RETURN(s.rollbacks_gds, rf.RequiredInt("gds"));
+  SKRULL_ASSIGN_OR_RETURN(s.rollbacks_runtime, rf.RequiredInt("runtime"));
   return s;
 }
 
@@ -151,9 +143,9 @@ StatusOr<std::string> CommitCheckpoint(
                          kTrainerStateFile);
   }
   for (const fs::directory_entry& e : fs::directory_iterator(tmp_dir, ec)) {
-    if (e.is_regular_file()) SKRULL_RETURN_IF_ERROR(Fsync(e.path().string(), false));
+    if (e.is_regular_file()) SKRULL_RETURN_IF_ERROR(FsyncPath(e.path().string()));
   }
-  SKRULL_RETURN_IF_ERROR(Fsync(tmp_dir.string(), true));
+  SKRULL_RETURN_IF_ERROR(FsyncPath(tmp_dir.string()));
 
   // A folder of this step already exists only when a run re-does a step
   // (e.g. resumed from an earlier checkpoint): move it aside first, so a crash
@@ -170,7 +162,7 @@ StatusOr<std::string> CommitCheckpoint(
     return IoError(tmp_dir.string() + ": rename to " + final_dir.string() +
                    " failed: " + ec.message());
   }
-  SKRULL_RETURN_IF_ERROR(Fsync(root.string(), true));
+  SKRULL_RETURN_IF_ERROR(FsyncPath(root.string()));
   SKRULL_RETURN_IF_ERROR(
       WriteFileAtomically((root / kLatestFile).string(), final_dir.filename().string() + "\n"));
   if (!old_dir.empty()) fs::remove_all(old_dir, ec);

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "common/json_fields.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/model_config.h"
 #include "scheduler/policy.h"
@@ -763,14 +764,12 @@ StatusOr<HardwareProfileFile> LoadHardwareProfileFile(const std::string& path) {
   file.path = path;
   file.hardware = std::move(*hardware);
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("bucket_size_tokens")) {
-    const nlohmann::json& b = j.at("bucket_size_tokens");
-    if (!b.is_number_integer() || b.get<int64_t>() <= 0) {
-      return InvalidArgumentError(where + "bucket_size_tokens: must be a positive integer (got " +
-                                  b.dump() + "); re-run `skrull-trainer --profile`");
-    }
-    file.bucket_size_tokens = b.get<int64_t>();
+  StatusOr<int64_t> bucket = JsonFields(j, "spec.scheduler.hardwareProfile: " + path)
+                                 .OptionalInt("bucket_size_tokens", 0, /*min=*/1);
+  if (!bucket.ok()) {
+    return InvalidArgumentError(bucket.status().message() + "; re-run `skrull-trainer --profile`");
   }
+  file.bucket_size_tokens = *bucket;
   return file;
 }
 
