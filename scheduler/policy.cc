@@ -117,24 +117,6 @@ void BalancedCp(const std::vector<Sequence>& batch, const CostModel& cost, Plan&
 
 }  // namespace
 
-const char* PolicyName(Policy policy) {
-  switch (policy) {
-    case Policy::kSkrull:
-      return "skrull";
-    case Policy::kCpAll:
-      return "cp-all";
-    case Policy::kSorted:
-      return "sorted";
-    case Policy::kBalancedCp:
-      return "balanced-cp";
-    case Policy::kRoundRobin:
-      return "round-robin";
-    case Policy::kSkrullPaper:
-      return "skrull-paper";
-  }
-  return "?";
-}
-
 StatusOr<Policy> ParsePolicy(const std::string& name) {
   for (Policy p : kAll) {
     if (name == PolicyName(p)) return p;
