@@ -258,14 +258,18 @@ inline constexpr const char* kLoraTargetModules[] = {"q_proj",    "k_proj",  "v_
 // `origin` names the source in messages (a file path, or "<string>").
 // Relative paths, including the default outputDir, are resolved against
 // `base_dir` when it is non-empty (and kept relative when it is empty);
-// source_dir = base_dir. Errors: InvalidArgument listing every problem, one
-// "<origin>:<line>:<column>: <path>: <message>" line each.
+// source_dir = base_dir. Errors: InvalidArgument listing every problem (up to
+// 100), one "<origin>:<line>:<column>: <path>: <message>" line each; values
+// are echoed as at most their first 64 bytes. A document over 512 KiB, nested
+// deeper than 500 levels, or whose aliases expand it past twice its size plus
+// 64 KiB is refused with one line. Any document costs well under a second.
 StatusOr<JobSpec> LoadJobSpec(const std::string& yaml_text, const std::string& origin,
                               const std::string& base_dir = "");
 
-// Reads `path` and calls LoadJobSpec with origin = `path` as given and
-// base_dir = the file's directory made absolute and normalized. NotFound
-// ("<path>: no such file") when it is missing.
+// Reads `path` (at most one byte more than LoadJobSpec accepts, so a device
+// such as /dev/zero is a clean error) and calls LoadJobSpec with origin =
+// `path` as given and base_dir = the file's directory made absolute and
+// normalized. NotFound ("<path>: no such file") when it is missing.
 StatusOr<JobSpec> LoadJobSpecFile(const std::string& path);
 
 // Checks a spec built or changed in code (e.g. by the tuner) against the same
