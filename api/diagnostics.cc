@@ -1,6 +1,7 @@
 #include "api/diagnostics.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +35,8 @@ Status Diagnostics::ToStatus(const std::string& origin) const {
     return a.pos.column < b.pos.column;
   });
   std::string text;
-  for (const Error& e : sorted) {
+  for (size_t i = 0; i < sorted.size() && i < kMaxReportedErrors; ++i) {
+    const Error& e = sorted[i];
     if (!text.empty()) text += '\n';
     text += origin;
     if (e.pos.known()) {
@@ -43,6 +45,10 @@ Status Diagnostics::ToStatus(const std::string& origin) const {
     text += ": ";
     if (!e.path.empty()) text += e.path + ": ";
     text += e.message;
+  }
+  if (sorted.size() > kMaxReportedErrors) {
+    text += "\n" + origin + ": ... and " + std::to_string(sorted.size() - kMaxReportedErrors) +
+            " more errors (fix these first)";
   }
   return InvalidArgumentError(std::move(text));
 }
@@ -69,37 +75,53 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// Optimal string alignment distance (Levenshtein plus adjacent swaps).
-size_t EditDistance(const std::string& a, const std::string& b) {
-  const size_t n = a.size(), m = b.size();
-  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
-  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
-  for (size_t i = 1; i <= n; ++i) {
+// Optimal string alignment distance (Levenshtein plus adjacent swaps), over
+// three rolling rows, or `limit` + 1 once it is sure to exceed `limit` (a row
+// whose every cell exceeds it). REQUIRES: b.size() <= kMaxEchoBytes.
+size_t EditDistance(const std::string& a, const std::string& b, size_t limit) {
+  const size_t m = b.size();
+  if ((a.size() > m ? a.size() - m : m - a.size()) > limit) return limit + 1;
+  std::array<size_t, kMaxEchoBytes + 1> rows[3];
+  size_t* before = rows[0].data();  // row i - 2
+  size_t* prev = rows[1].data();    // row i - 1
+  size_t* cur = rows[2].data();     // row i
+  for (size_t j = 0; j <= m; ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    size_t row_min = cur[0];
     for (size_t j = 1; j <= m; ++j) {
       size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        cur[j] = std::min(cur[j], before[j - 2] + 1);
       }
+      row_min = std::min(row_min, cur[j]);
     }
+    // A swap reaches back two rows, so stop only when two rows are over.
+    if (row_min > limit && i > 1 && *std::min_element(prev, prev + m + 1) > limit) {
+      return limit + 1;
+    }
+    std::swap(before, prev);  // before = row i - 1 ...
+    std::swap(prev, cur);     // ... prev = row i; cur is reused
   }
-  return d[n][m];
+  return std::min(prev[m], limit + 1);
 }
 
 }  // namespace
 
 std::string ClosestMatch(std::string_view got, const std::vector<std::string>& candidates) {
+  if (got.size() > kMaxEchoBytes) return "";
   const std::string folded = Folded(got);
   for (const std::string& c : candidates) {
-    if (!folded.empty() && Folded(c) == folded) return c;
+    if (c.size() <= kMaxEchoBytes && !folded.empty() && Folded(c) == folded) return c;
   }
   const std::string lower = Lower(got);
   const size_t limit = std::max<size_t>(1, got.size() / 3);
   std::string best;
   size_t best_distance = limit + 1;
   for (const std::string& c : candidates) {
-    size_t distance = EditDistance(lower, Lower(c));
+    if (c.size() > kMaxEchoBytes) continue;
+    size_t distance = EditDistance(lower, Lower(c), best_distance - 1);
     if (distance < best_distance) {
       best = c;
       best_distance = distance;
@@ -132,10 +154,16 @@ std::string FormatDouble(double value) {
   return buf;
 }
 
+std::string Abbreviate(std::string_view value) {
+  if (value.size() <= kMaxEchoBytes) return std::string(value);
+  return std::string(value.substr(0, kMaxEchoBytes)) + "... (" + std::to_string(value.size()) +
+         " bytes)";
+}
+
 std::string Quote(std::string_view value) {
-  constexpr size_t kMax = 60;
-  if (value.size() > kMax) return "'" + std::string(value.substr(0, kMax)) + "...'";
-  return "'" + std::string(value) + "'";
+  if (value.size() <= kMaxEchoBytes) return "'" + std::string(value) + "'";
+  return "'" + std::string(value.substr(0, kMaxEchoBytes)) + "...' (" +
+         std::to_string(value.size()) + " bytes)";
 }
 
 }  // namespace skrull::api

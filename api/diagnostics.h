@@ -48,6 +48,10 @@ struct FieldIndex {
   bool IsInvalid(const std::string& path) const { return invalid.count(path) > 0; }
 };
 
+// The most errors one Status lists: a hostile file with a hundred thousand
+// bad fields gets a readable answer, not a message the size of the file.
+inline constexpr size_t kMaxReportedErrors = 100;
+
 class Diagnostics {
  public:
   void Add(SourcePos pos, std::string path, std::string message);
@@ -56,7 +60,8 @@ class Diagnostics {
 
   // OK when empty; otherwise InvalidArgument with one line per error, sorted
   // by position (errors without one keep the order they were added, after
-  // those with one).
+  // those with one). Past kMaxReportedErrors, one last line counts the rest:
+  //   <origin>: ... and N more errors (fix these first)
   Status ToStatus(const std::string& origin) const;
 
  private:
@@ -76,11 +81,17 @@ std::string ParentPath(const std::string& path);
 // JoinPath("", "spec") == "spec".
 std::string JoinPath(const std::string& parent, std::string_view key);
 
+// Longest string, in bytes, that ClosestMatch compares and that messages echo
+// whole. Longer values are no typo of a field or enum name, and comparing
+// them costs time and memory quadratic in their length.
+inline constexpr size_t kMaxEchoBytes = 64;
+
 // The candidate closest to `got`, or "" when none is close enough to be a
 // plausible typo. Case, '_' and '-' are ignored first (context_parallel ->
 // contextParallel); otherwise the smallest edit distance (insert, delete,
 // substitute, swap adjacent) wins if it is at most max(1, |got| / 3); ties go
-// to the earlier candidate.
+// to the earlier candidate. "" when `got` or a candidate is longer than
+// kMaxEchoBytes (that candidate is skipped).
 std::string ClosestMatch(std::string_view got, const std::vector<std::string>& candidates);
 
 // "; did you mean 'x'?" or "" (see ClosestMatch).
@@ -92,8 +103,12 @@ std::string JoinNames(const std::vector<std::string>& names);
 // The shortest decimal text that reads back as exactly `value` (0.003, 1e-08, 32).
 std::string FormatDouble(double value);
 
-// Quotes a user value for a message: 'ten'. Long values are cut at 60
-// characters with "...".
+// A user value as messages echo it: whole up to kMaxEchoBytes, else its first
+// kMaxEchoBytes bytes and "... (N bytes)".
+std::string Abbreviate(std::string_view value);
+
+// Quotes a user value for a message: 'ten'; a long one as
+// 'first 64 bytes...' (N bytes) (see Abbreviate).
 std::string Quote(std::string_view value);
 
 }  // namespace skrull::api

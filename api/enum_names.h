@@ -19,11 +19,16 @@ struct EnumName {
   const char* name;
 };
 
-inline constexpr EnumName<SchedulerPolicy> kSchedulerPolicyNames[] = {
-    {SchedulerPolicy::kSkrull, "skrull"},          {SchedulerPolicy::kCpAll, "cp-all"},
-    {SchedulerPolicy::kSorted, "sorted"},          {SchedulerPolicy::kBalancedCp, "balanced-cp"},
-    {SchedulerPolicy::kRoundRobin, "round-robin"},
+constexpr EnumName<scheduler::Policy> JobPolicyEntry(scheduler::Policy p) {
+  return {p, scheduler::PolicyName(p)};
+}
+// kJobPolicies with the scheduler's names.
+inline constexpr EnumName<scheduler::Policy> kSchedulerPolicyNames[] = {
+    JobPolicyEntry(kJobPolicies[0]), JobPolicyEntry(kJobPolicies[1]),
+    JobPolicyEntry(kJobPolicies[2]), JobPolicyEntry(kJobPolicies[3]),
+    JobPolicyEntry(kJobPolicies[4]),
 };
+static_assert(std::size(kSchedulerPolicyNames) == std::size(kJobPolicies));
 inline constexpr EnumName<DataFormat> kDataFormatNames[] = {
     {DataFormat::kTokenizedJsonl, "tokenized-jsonl"},
     {DataFormat::kTextJsonl, "text-jsonl"},

@@ -1,6 +1,9 @@
 #include "api/job_spec.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <tuple>
 
 #include "api/diagnostics.h"
@@ -8,7 +11,6 @@
 #include "api/parse.h"
 #include "api/validate.h"
 #include "api/yaml_reader.h"
-#include "common/file_util.h"
 
 #ifndef SKRULL_VERSION
 #define SKRULL_VERSION "dev"
@@ -16,22 +18,12 @@
 
 namespace skrull::api {
 
-const char* PolicyName(SchedulerPolicy p) { return NameOf(kSchedulerPolicyNames, p); }
 const char* DataFormatName(DataFormat f) { return NameOf(kDataFormatNames, f); }
 const char* OverLengthPolicyName(OverLengthPolicy p) { return NameOf(kOverLengthPolicyNames, p); }
 const char* MalformedPolicyName(MalformedPolicy p) { return NameOf(kMalformedPolicyNames, p); }
 const char* LrScheduleName(LrSchedule s) { return NameOf(kLrScheduleNames, s); }
 const char* PrecisionName(Precision p) { return NameOf(kPrecisionNames, p); }
 const char* CleanPodPolicyName(CleanPodPolicy p) { return NameOf(kCleanPodPolicyNames, p); }
-
-StatusOr<SchedulerPolicy> ParsePolicyName(const std::string& name) {
-  for (const auto& entry : kSchedulerPolicyNames) {
-    if (name == entry.name) return entry.value;
-  }
-  const std::vector<std::string> names = NamesOf(kSchedulerPolicyNames);
-  return InvalidArgumentError("unknown scheduler policy " + Quote(name) +
-                              "; allowed: " + JoinNames(names) + DidYouMean(name, names));
-}
 
 const char* DefaultImageTag() { return SKRULL_VERSION; }
 
@@ -41,7 +33,7 @@ auto Fields(const LoraSpec& l) { return std::tie(l.rank, l.alpha, l.target_modul
 auto Fields(const ModelSpec& m) { return std::tie(m.config, m.weights, m.seed); }
 auto Fields(const DataSpec& d) {
   return std::tie(d.path, d.format, d.max_length_tokens, d.over_length, d.malformed, d.tokenizer,
-                  d.chat_template);
+                  d.chat_template, d.max_line_bytes);
 }
 auto Fields(const ParallelismSpec& p) {
   return std::tie(p.nodes, p.procs_per_node, p.data_parallel, p.context_parallel);
@@ -55,7 +47,7 @@ auto Fields(const TrainingSpec& t) {
                   t.weight_decay, t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.grad_clip,
                   t.precision, t.checkpoint_every, t.output_dir, t.resume_from, t.log_every);
 }
-auto Fields(const MetricsSpec& m) { return std::tie(m.port, m.pushgateway); }
+auto Fields(const MetricsSpec& m) { return std::tie(m.port, m.pushgateway, m.address); }
 auto Fields(const ResourcesSpec& r) { return std::tie(r.gpus_per_proc, r.cpu, r.memory); }
 auto Fields(const ImageSpec& i) { return std::tie(i.repository, i.tag, i.pull_policy); }
 auto Fields(const TuningSpec& t) {
@@ -96,6 +88,24 @@ void ResolvePaths(const std::string& base_dir, JobSpec* spec) {
   }
 }
 
+// The file's bytes, but no more than one past kMaxDocumentBytes (enough for
+// LoadYamlDocument to refuse it): a job path naming /dev/zero or a huge file
+// costs no more than a large job.
+StatusOr<std::string> ReadJobFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotFoundError(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgumentError(path + ": is a directory, expected a file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError(path + ": cannot open for reading: " + std::strerror(errno));
+  std::string text(kMaxDocumentBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return IoError(path + ": read failed");
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
 }  // namespace
 
 bool operator==(const JobSpec& a, const JobSpec& b) {
@@ -108,6 +118,11 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          Same(a.run_policy, b.run_policy) && Same(a.storage, b.storage);
 }
 
+std::string OutputDirOf(const JobSpec& spec) {
+  if (!spec.training.output_dir.empty()) return spec.training.output_dir;
+  return "runs/" + (spec.name.empty() ? std::string("job") : spec.name);
+}
+
 void ApplyDefaults(JobSpec* spec) {
   const JobSpec defaults;
   if (spec->namespace_name.empty()) spec->namespace_name = defaults.namespace_name;
@@ -115,7 +130,7 @@ void ApplyDefaults(JobSpec* spec) {
   if (!scheduler.bucket_size_auto && scheduler.bucket_size_tokens == 0) {
     scheduler.bucket_size_auto = true;
   }
-  if (spec->training.output_dir.empty()) spec->training.output_dir = "runs/" + spec->name;
+  spec->training.output_dir = OutputDirOf(*spec);
   if (spec->image.repository.empty()) spec->image.repository = defaults.image.repository;
   if (spec->image.tag.empty()) spec->image.tag = DefaultImageTag();
   if (spec->image.pull_policy.empty()) spec->image.pull_policy = defaults.image.pull_policy;
@@ -146,7 +161,7 @@ StatusOr<JobSpec> LoadJobSpec(const std::string& yaml_text, const std::string& o
 }
 
 StatusOr<JobSpec> LoadJobSpecFile(const std::string& path) {
-  SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  SKRULL_ASSIGN_OR_RETURN(std::string text, ReadJobFile(path));
   std::error_code ec;
   std::filesystem::path absolute = std::filesystem::absolute(path, ec);
   if (ec) return IoError(path + ": cannot make the path absolute: " + ec.message());
@@ -165,7 +180,7 @@ std::string DescribeJobSpec(const JobSpec& spec) {
                      " x " + plural(p.procs_per_node, "proc") +
                      " per node, split as dataParallel " + std::to_string(p.data_parallel) +
                      " x contextParallel " + std::to_string(p.context_parallel) + ". Scheduler " +
-                     PolicyName(s.policy) + " with bucketSize ";
+                     scheduler::PolicyName(s.policy) + " with bucketSize ";
   if (s.bucket_size_auto) {
     text += s.hardware_profile.empty() ? "auto (no hardware profile: host memory on CPU)"
                                        : "auto (from the hardware profile)";

@@ -46,11 +46,34 @@
 #include <vector>
 
 #include "common/status.h"
+#include "scheduler/policy_name.h"
 
 namespace skrull::api {
 
 inline constexpr char kApiVersion[] = "skrull.io/v1alpha1";
 inline constexpr char kKind[] = "SkrullJob";
+
+// Upper bounds validation puts on sizes, so that no product of them overflows
+// and nothing sized from them (the sampler's global batch, packed-batch
+// offsets, LoRA matrices, one JSONL line) asks for more memory than a machine
+// has. docs/job-spec.md lists them with each field.
+inline constexpr int kMaxNodes = 65536;
+inline constexpr int kMaxProcsPerNode = 1024;
+inline constexpr int kMaxWorldSize = 65536;  // nodes x procsPerNode; also bounds DP and CP
+inline constexpr int kMaxLoraRank = 65536;
+inline constexpr int kMaxBatchSize = 65536;                        // sequences per DP rank
+inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 20;       // dataParallel x batchSize
+inline constexpr int64_t kMaxBucketSizeTokens = int64_t{1} << 30;  // 1024M
+// The longest sequence: maxLength and bucketSize x contextParallel. The
+// trainer's packed-batch offsets are 32-bit.
+inline constexpr int64_t kMaxSequenceTokens = 2147483647;
+inline constexpr int64_t kMaxSteps = 2147483647;  // steps and the other step counts
+// runPolicy durations: Kubernetes' own fields of this kind are 32-bit.
+inline constexpr int64_t kMaxSeconds = 2147483647;
+// spec.data.maxLineBytes: default and range.
+inline constexpr int64_t kDefaultMaxLineBytes = int64_t{64} << 20;  // 64 MiB
+inline constexpr int64_t kMinMaxLineBytes = int64_t{1} << 10;       // 1 KiB
+inline constexpr int64_t kMaxMaxLineBytes = int64_t{4} << 30;       // 4 GiB
 
 struct LoraSpec {
   int rank = 16;        // r, >= 1
@@ -86,6 +109,10 @@ struct DataSpec {
   // YAML: chatTemplate. A Jinja chat template replacing the tokenizer's; empty
   // = the one in tokenizer_config.json (or chat_template.jinja).
   std::string chat_template;
+  // YAML: maxLineBytes. The longest line of data.path the trainer reads, in
+  // bytes, kMinMaxLineBytes .. kMaxMaxLineBytes; a longer line is malformed
+  // (onMalformed says what happens). Bounds the memory one line costs.
+  int64_t max_line_bytes = kDefaultMaxLineBytes;
 };
 
 struct ParallelismSpec {
@@ -97,10 +124,11 @@ struct ParallelismSpec {
   int WorldSize() const { return nodes * procs_per_node; }
 };
 
-enum class SchedulerPolicy { kSkrull, kCpAll, kSorted, kBalancedCp, kRoundRobin };
-
 struct SchedulerSpec {
-  SchedulerPolicy policy = SchedulerPolicy::kSkrull;
+  // The scheduler's own enum. A job may name every policy but skrull-paper
+  // (the paper's algorithms as printed, kept for the scheduler's comparisons):
+  // kJobPolicies.
+  scheduler::Policy policy = scheduler::Policy::kSkrull;
   // YAML: bucketSize: <tokens> | auto; tokens may be written 26K (x 1024) or
   // 1M (x 1048576). auto = take it from the offline profile. Left unset
   // (false, 0), ApplyDefaults makes it auto.
@@ -132,7 +160,7 @@ struct TrainingSpec {
   double grad_clip = 1.0;  // max global L2 norm; 0 disables
   Precision precision = Precision::kFp32;
   int64_t checkpoint_every = 0;  // steps; 0 = only at the end
-  std::string output_dir;        // default: runs/<metadata.name>
+  std::string output_dir;        // default: runs/<metadata.name> (OutputDirOf)
   std::string resume_from;       // checkpoint dir, or "latest" in output_dir; empty = fresh
   int64_t log_every = 1;         // steps between progress lines
 };
@@ -140,6 +168,11 @@ struct TrainingSpec {
 struct MetricsSpec {
   int port = 9400;          // rank r serves on port + local_rank; 0 = do not serve
   std::string pushgateway;  // optional http(s)://host:port of a Pushgateway; empty = none
+  // The address the ranks' /metrics servers listen on: an IPv4 or IPv6
+  // address, or empty = the runner's choice: a local run listens on 127.0.0.1
+  // only, the controller's pods on all addresses (0.0.0.0) so Prometheus can
+  // scrape them.
+  std::string address;
 };
 
 // Reserved for the controller; parsed and validated now.
@@ -225,14 +258,18 @@ inline constexpr const char* kLoraTargetModules[] = {"q_proj",    "k_proj",  "v_
 // `origin` names the source in messages (a file path, or "<string>").
 // Relative paths, including the default outputDir, are resolved against
 // `base_dir` when it is non-empty (and kept relative when it is empty);
-// source_dir = base_dir. Errors: InvalidArgument listing every problem, one
-// "<origin>:<line>:<column>: <path>: <message>" line each.
+// source_dir = base_dir. Errors: InvalidArgument listing every problem (up to
+// 100), one "<origin>:<line>:<column>: <path>: <message>" line each; values
+// are echoed as at most their first 64 bytes. A document over 512 KiB, nested
+// deeper than 500 levels, or whose aliases expand it past twice its size plus
+// 64 KiB is refused with one line. Any document costs well under a second.
 StatusOr<JobSpec> LoadJobSpec(const std::string& yaml_text, const std::string& origin,
                               const std::string& base_dir = "");
 
-// Reads `path` and calls LoadJobSpec with origin = `path` as given and
-// base_dir = the file's directory made absolute and normalized. NotFound
-// ("<path>: no such file") when it is missing.
+// Reads `path` (at most one byte more than LoadJobSpec accepts, so a device
+// such as /dev/zero is a clean error) and calls LoadJobSpec with origin =
+// `path` as given and base_dir = the file's directory made absolute and
+// normalized. NotFound ("<path>: no such file") when it is missing.
 StatusOr<JobSpec> LoadJobSpecFile(const std::string& path);
 
 // Checks a spec built or changed in code (e.g. by the tuner) against the same
@@ -247,6 +284,12 @@ Status ValidateJobSpec(const JobSpec& spec, const std::string& origin = "<JobSpe
 // initializers, image.tag DefaultImageTag(). Idempotent. Does not resolve
 // paths.
 void ApplyDefaults(JobSpec* spec);
+
+// spec.training.outputDir, or its default when empty: runs/<metadata.name>
+// (runs/job for a spec without a name, which validation rejects). Relative
+// paths stay relative. The one place that default is spelled: ApplyDefaults
+// and every runner that takes a spec built in code use it.
+std::string OutputDirOf(const JobSpec& spec);
 
 // The image tag a defaulted spec gets: this build's version ("0.1.0").
 const char* DefaultImageTag();
@@ -266,10 +309,13 @@ std::string ToYaml(const JobSpec& spec);
 bool operator==(const JobSpec& a, const JobSpec& b);
 inline bool operator!=(const JobSpec& a, const JobSpec& b) { return !(a == b); }
 
-// Enum <-> YAML spelling ("skrull", "cp-all", "tokenized-jsonl", "bf16", ...).
-const char* PolicyName(SchedulerPolicy p);
-// InvalidArgument for an unknown name, listing the allowed ones.
-StatusOr<SchedulerPolicy> ParsePolicyName(const std::string& name);
+// The policies spec.scheduler.policy may name, in the order messages list them.
+inline constexpr scheduler::Policy kJobPolicies[] = {
+    scheduler::Policy::kSkrull, scheduler::Policy::kCpAll, scheduler::Policy::kSorted,
+    scheduler::Policy::kBalancedCp, scheduler::Policy::kRoundRobin};
+
+// Enum -> YAML spelling ("tokenized-jsonl", "bf16", ...; policies:
+// scheduler::PolicyName).
 const char* DataFormatName(DataFormat f);
 const char* OverLengthPolicyName(OverLengthPolicy p);
 const char* MalformedPolicyName(MalformedPolicy p);

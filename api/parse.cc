@@ -43,6 +43,7 @@ void ParseData(MapReader& m, DataSpec* data) {
   m.ReadEnum("onMalformed", kMalformedPolicyNames, &data->malformed);
   m.Read("tokenizer", &data->tokenizer);
   m.Read("chatTemplate", &data->chat_template);
+  m.Read("maxLineBytes", &data->max_line_bytes);
 }
 
 void ParseParallelism(MapReader& m, ParallelismSpec* p) {
@@ -81,6 +82,7 @@ void ParseTraining(MapReader& m, TrainingSpec* t) {
 void ParseMetrics(MapReader& m, MetricsSpec* metrics) {
   m.Read("port", &metrics->port);
   m.Read("pushgateway", &metrics->pushgateway);
+  m.Read("address", &metrics->address);
 }
 
 void ParseResources(MapReader& m, ResourcesSpec* r) {

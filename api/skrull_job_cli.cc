@@ -1,5 +1,10 @@
 #include "api/skrull_job_cli.h"
 
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
 #include "api/job_spec.h"
 
 namespace skrull::api {
@@ -23,40 +28,59 @@ int Report(const Status& status, std::ostream& err) {
   return kExitInvalid;
 }
 
+int Validate(const std::vector<std::string>& files, std::ostream& out, std::ostream& err) {
+  int rc = kExitOk;
+  for (const std::string& file : files) {
+    StatusOr<JobSpec> spec = LoadJobSpecFile(file);
+    if (!spec.ok()) {
+      rc = Report(spec.status(), err);
+      continue;
+    }
+    out << file << ": ok\n" << DescribeJobSpec(*spec) << "\n";
+  }
+  return rc;
+}
+
+int Show(const std::string& file, std::ostream& out, std::ostream& err) {
+  StatusOr<JobSpec> spec = LoadJobSpecFile(file);
+  if (!spec.ok()) return Report(spec.status(), err);
+  out << ToYaml(*spec);
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunSkrullJobCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Check and show SkrullJob files (docs/job-spec.md)", "skrull-job"};
+  app.set_help_flag("-h,--help");
+  app.require_subcommand(1);
+  std::vector<std::string> files;
+  CLI::App* validate = app.add_subcommand("validate", "check SkrullJob files");
+  validate->add_option("FILE", files, "SkrullJob YAML files")->required();
+  std::string show_file;
+  CLI::App* show = app.add_subcommand("show", "print the spec with every default filled in");
+  show->add_option("FILE", show_file, "a SkrullJob YAML file")->required();
+  CLI::App* help = app.add_subcommand("help", "print the usage");
+
   if (args.empty()) return Usage(err, "missing command");
-  const std::string& command = args[0];
-  if (command == "help" || command == "--help" || command == "-h") {
+  // CLI11 takes the arguments last first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << kUsage;
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    const bool known = args[0] == "validate" || args[0] == "show" || args[0] == "help";
+    if (!known && args[0].rfind('-', 0) != 0) return Usage(err, "unknown command " + args[0]);
+    return Usage(err, e.what());
+  }
+  if (help->parsed()) {
     out << kUsage;
     return kExitOk;
   }
-  std::vector<std::string> files(args.begin() + 1, args.end());
-  for (const std::string& f : files) {
-    if (f.size() > 1 && f[0] == '-') return Usage(err, "unknown flag " + f);
-  }
-  if (command == "validate") {
-    if (files.empty()) return Usage(err, "validate needs at least one FILE");
-    int rc = kExitOk;
-    for (const std::string& file : files) {
-      StatusOr<JobSpec> spec = LoadJobSpecFile(file);
-      if (!spec.ok()) {
-        rc = Report(spec.status(), err);
-        continue;
-      }
-      out << file << ": ok\n" << DescribeJobSpec(*spec) << "\n";
-    }
-    return rc;
-  }
-  if (command == "show") {
-    if (files.size() != 1) return Usage(err, "show needs exactly one FILE");
-    StatusOr<JobSpec> spec = LoadJobSpecFile(files[0]);
-    if (!spec.ok()) return Report(spec.status(), err);
-    out << ToYaml(*spec);
-    return kExitOk;
-  }
-  return Usage(err, "unknown command " + command);
+  if (validate->parsed()) return Validate(files, out, err);
+  return Show(show_file, out, err);
 }
 
 }  // namespace skrull::api

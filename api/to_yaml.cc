@@ -119,6 +119,9 @@ std::string ToYaml(const JobSpec& s) {
       .Raw("onMalformed", MalformedPolicyName(d.malformed));
   if (!d.tokenizer.empty()) w.Str("tokenizer", d.tokenizer);
   if (!d.chat_template.empty()) w.Str("chatTemplate", d.chat_template);
+  // Like hardwareProfile below: only when not the default, so documents and
+  // JobSpecHash of jobs that do not set it stay as they were.
+  if (d.max_line_bytes != kDefaultMaxLineBytes) w.Int("maxLineBytes", d.max_line_bytes);
   w.End();
 
   const ParallelismSpec& p = s.parallelism;
@@ -130,7 +133,7 @@ std::string ToYaml(const JobSpec& s) {
       .End();
 
   const SchedulerSpec& sc = s.scheduler;
-  w.Begin("scheduler").Raw("policy", PolicyName(sc.policy));
+  w.Begin("scheduler").Raw("policy", scheduler::PolicyName(sc.policy));
   if (sc.bucket_size_auto) {
     w.Raw("bucketSize", "auto");
   } else {
@@ -161,7 +164,9 @@ std::string ToYaml(const JobSpec& s) {
       .Int("logEvery", t.log_every)
       .End();
 
-  w.Begin("metrics").Int("port", s.metrics.port).Str("pushgateway", s.metrics.pushgateway).End();
+  w.Begin("metrics").Int("port", s.metrics.port).Str("pushgateway", s.metrics.pushgateway);
+  if (!s.metrics.address.empty()) w.Str("address", s.metrics.address);
+  w.End();
 
   const ResourcesSpec& r = s.resources;
   w.Begin("resources")

@@ -7,6 +7,7 @@
 
 #include "api/enum_names.h"
 #include "api/syntax.h"
+#include "scheduler/policy_name.h"
 
 namespace skrull::api {
 namespace {
@@ -94,7 +95,7 @@ void CheckHeader(const ParsedJobSpec& p, Checker& c) {
 void CheckStringMap(const std::string& path, const std::map<std::string, std::string>& map,
                     bool check_values, Checker& c) {
   for (const auto& [key, value] : map) {
-    const std::string entry = path + "[" + key + "]";
+    const std::string entry = path + "[" + Abbreviate(key) + "]";
     std::string problem = CheckLabelKey(key);
     if (!problem.empty()) c.Error(entry, "key " + problem + " (got " + Quote(key) + ")");
     if (check_values) {
@@ -119,7 +120,7 @@ void CheckMetadata(const JobSpec& s, Checker& c) {
 void CheckModel(const ModelSpec& m, Checker& c) {
   c.Required("spec.model.config", m.config, "path to a Hugging Face config.json");
   if (!m.lora) return;
-  c.AtLeast("spec.model.lora.rank", int64_t{m.lora->rank}, 1);
+  c.InRange("spec.model.lora.rank", int64_t{m.lora->rank}, 1, kMaxLoraRank);
   c.Positive("spec.model.lora.alpha", m.lora->alpha);
   const std::string modules = "spec.model.lora.targetModules";
   if (!c.Usable(modules)) return;
@@ -143,7 +144,8 @@ void CheckModel(const ModelSpec& m, Checker& c) {
 void CheckData(const JobSpec& s, Checker& c) {
   const DataSpec& d = s.data;
   c.Required("spec.data.path", d.path, "path to a .jsonl file");
-  c.AtLeast("spec.data.maxLength", d.max_length_tokens, 0);
+  c.InRange("spec.data.maxLength", d.max_length_tokens, 0, kMaxSequenceTokens);
+  c.InRange("spec.data.maxLineBytes", d.max_line_bytes, kMinMaxLineBytes, kMaxMaxLineBytes);
   const bool text = d.format == DataFormat::kTextJsonl;
   if (text && d.tokenizer.empty() && !s.model.weights.empty()) {
     c.Error("spec.data.tokenizer",
@@ -162,25 +164,33 @@ void CheckData(const JobSpec& s, Checker& c) {
   }
 }
 
+// Whether every field of spec.parallelism is in range, so rules across them
+// (and other sections' rules that use them) can be judged.
+bool ParallelismUsable(const ParallelismSpec& p, const Checker& c) {
+  const std::string base = "spec.parallelism.";
+  return c.Complete("spec.parallelism") && c.Usable(base + "nodes") &&
+         c.Usable(base + "procsPerNode") && c.Usable(base + "dataParallel") &&
+         c.Usable(base + "contextParallel") && p.nodes >= 1 && p.nodes <= kMaxNodes &&
+         p.procs_per_node >= 1 && p.procs_per_node <= kMaxProcsPerNode && p.data_parallel >= 1 &&
+         p.data_parallel <= kMaxWorldSize && p.context_parallel >= 1 &&
+         p.context_parallel <= kMaxWorldSize;
+}
+
 void CheckParallelism(const ParallelismSpec& p, Checker& c) {
   const std::string base = "spec.parallelism";
-  struct Field {
-    const char* name;
-    int value;
-  };
-  const Field fields[] = {{"nodes", p.nodes},
-                          {"procsPerNode", p.procs_per_node},
-                          {"dataParallel", p.data_parallel},
-                          {"contextParallel", p.context_parallel}};
-  bool all_usable = c.Complete(base);
-  for (const Field& f : fields) {
-    const std::string path = base + "." + f.name;
-    all_usable = all_usable && c.Usable(path) && f.value >= 1;
-    c.AtLeast(path, int64_t{f.value}, 1);
-  }
-  if (!all_usable) return;
+  c.InRange(base + ".nodes", int64_t{p.nodes}, 1, kMaxNodes);
+  c.InRange(base + ".procsPerNode", int64_t{p.procs_per_node}, 1, kMaxProcsPerNode);
+  c.InRange(base + ".dataParallel", int64_t{p.data_parallel}, 1, kMaxWorldSize);
+  c.InRange(base + ".contextParallel", int64_t{p.context_parallel}, 1, kMaxWorldSize);
+  if (!ParallelismUsable(p, c)) return;
   const int64_t world = int64_t{p.nodes} * p.procs_per_node;
   const int64_t grid = int64_t{p.data_parallel} * p.context_parallel;
+  if (world > kMaxWorldSize) {
+    c.Error(base, "nodes (" + Str(int64_t{p.nodes}) + ") x procsPerNode (" +
+                      Str(int64_t{p.procs_per_node}) + ") = " + Str(world) +
+                      " processes; the world size must be <= " + Str(int64_t{kMaxWorldSize}));
+    return;
+  }
   if (world == grid) return;
   std::vector<std::string> fixes;
   if (world % p.context_parallel == 0) {
@@ -189,7 +199,9 @@ void CheckParallelism(const ParallelismSpec& p, Checker& c) {
   if (world % p.data_parallel == 0) {
     fixes.push_back("contextParallel: " + Str(world / p.data_parallel));
   }
-  if (grid % p.nodes == 0) fixes.push_back("procsPerNode: " + Str(grid / p.nodes));
+  if (grid % p.nodes == 0 && grid / p.nodes <= kMaxProcsPerNode) {
+    fixes.push_back("procsPerNode: " + Str(grid / p.nodes));
+  }
   std::string fix;
   for (const std::string& f : fixes) fix += (fix.empty() ? "set " : ", or ") + f;
   if (fix.empty()) fix = "choose dataParallel x contextParallel = " + Str(world);
@@ -202,21 +214,46 @@ void CheckParallelism(const ParallelismSpec& p, Checker& c) {
               ") = " + Str(world) + "; " + fix);
 }
 
-void CheckScheduler(const SchedulerSpec& s, Checker& c) {
+void CheckScheduler(const SchedulerSpec& s, const ParallelismSpec& p, Checker& c) {
+  const std::vector<std::string> allowed = NamesOf(kSchedulerPolicyNames);
+  if (c.Usable("spec.scheduler.policy") &&
+      std::find(allowed.begin(), allowed.end(), scheduler::PolicyName(s.policy)) == allowed.end()) {
+    c.Error("spec.scheduler.policy", "must be one of " + JoinNames(allowed) + " (got " +
+                                         Quote(scheduler::PolicyName(s.policy)) + ")");
+  }
   // 0 = unset (ApplyDefaults makes it auto). A 0 written in YAML is rejected
   // by the parser, which knows it was written.
   const std::string bucket = "spec.scheduler.bucketSize";
-  if (!s.bucket_size_auto && s.bucket_size_tokens < 0 && c.Usable(bucket)) {
-    c.Error(bucket, "must be > 0 tokens or 'auto' (got " + Str(s.bucket_size_tokens) + ")");
+  const bool parallelism = ParallelismUsable(p, c);
+  if (!s.bucket_size_auto && c.Usable(bucket)) {
+    if (s.bucket_size_tokens < 0 || s.bucket_size_tokens > kMaxBucketSizeTokens) {
+      c.Error(bucket, "must be 1.." + Str(kMaxBucketSizeTokens) +
+                          " tokens (1024M) or 'auto' (got " + Str(s.bucket_size_tokens) + ")");
+    } else if (parallelism && s.bucket_size_tokens * p.context_parallel > kMaxSequenceTokens) {
+      c.Error(bucket, "bucketSize (" + Str(s.bucket_size_tokens) +
+                          ") x spec.parallelism.contextParallel (" +
+                          Str(int64_t{p.context_parallel}) +
+                          ") = " + Str(s.bucket_size_tokens * p.context_parallel) +
+                          " tokens, the longest sequence a plan can place, must be <= " +
+                          Str(kMaxSequenceTokens) + "; lower bucketSize or contextParallel");
+    }
   }
-  c.AtLeast("spec.scheduler.batchSize", int64_t{s.batch_size}, 1);
+  const std::string batch = "spec.scheduler.batchSize";
+  c.InRange(batch, int64_t{s.batch_size}, 1, kMaxBatchSize);
+  if (parallelism && c.Usable(batch) && s.batch_size >= 1 && s.batch_size <= kMaxBatchSize &&
+      int64_t{s.batch_size} * p.data_parallel > kMaxGlobalBatch) {
+    c.Error(batch, "the global batch, batchSize (" + Str(int64_t{s.batch_size}) +
+                       ") x spec.parallelism.dataParallel (" + Str(int64_t{p.data_parallel}) +
+                       ") = " + Str(int64_t{s.batch_size} * p.data_parallel) +
+                       " sequences, must be <= " + Str(kMaxGlobalBatch));
+  }
 }
 
 void CheckTraining(const TrainingSpec& t, Checker& c) {
   const std::string base = "spec.training.";
-  c.AtLeast(base + "steps", t.steps, 1);
+  c.InRange(base + "steps", t.steps, 1, kMaxSteps);
   c.Positive(base + "learningRate", t.learning_rate);
-  c.AtLeast(base + "warmupSteps", t.warmup_steps, 0);
+  c.InRange(base + "warmupSteps", t.warmup_steps, 0, kMaxSteps);
   if (c.Complete("spec.training") && c.Usable(base + "steps") && c.Usable(base + "warmupSteps") &&
       t.steps >= 1 && t.warmup_steps >= t.steps) {
     c.Error(base + "warmupSteps",
@@ -228,23 +265,25 @@ void CheckTraining(const TrainingSpec& t, Checker& c) {
   c.InRange(base + "adamBeta2", t.adam_beta2, 0, true, 1, false);
   c.Positive(base + "adamEpsilon", t.adam_epsilon);
   c.AtLeast(base + "gradClip", t.grad_clip, 0.0);
-  c.AtLeast(base + "checkpointEvery", t.checkpoint_every, 0);
-  c.AtLeast(base + "logEvery", t.log_every, 1);
+  c.InRange(base + "checkpointEvery", t.checkpoint_every, 0, kMaxSteps);
+  c.InRange(base + "logEvery", t.log_every, 1, kMaxSteps);
 }
 
 void CheckMetrics(const MetricsSpec& m, const ParallelismSpec& p, Checker& c) {
   const std::string port = "spec.metrics.port";
   c.InRange(port, int64_t{m.port}, 0, 65535);
-  if (c.Complete("spec.parallelism") && c.Usable(port) &&
-      c.Usable("spec.parallelism.procsPerNode") && m.port > 0 && m.port <= 65535 &&
-      p.procs_per_node > 1 && int64_t{m.port} + p.procs_per_node - 1 > 65535) {
-    c.Error(port, "ranks serve on port + local rank, so with procsPerNode " +
+  // procsPerNode is at most kMaxProcsPerNode here, so the bound is positive.
+  const int64_t last_port = int64_t{m.port} + p.procs_per_node - 1;
+  if (ParallelismUsable(p, c) && c.Usable(port) && m.port > 0 && m.port <= 65535 &&
+      last_port > 65535) {
+    c.Error(port, "ranks serve on port + local rank, so with spec.parallelism.procsPerNode " +
                       Str(int64_t{p.procs_per_node}) +
                       " it must be <= " + Str(int64_t{65535} - p.procs_per_node + 1) + " (got " +
                       Str(int64_t{m.port}) + ")");
   }
   if (!m.pushgateway.empty())
     c.Syntax("spec.metrics.pushgateway", m.pushgateway, CheckHttpHostPort);
+  if (!m.address.empty()) c.Syntax("spec.metrics.address", m.address, CheckIpAddress);
 }
 
 void CheckResources(const ResourcesSpec& r, Checker& c) {
@@ -268,8 +307,8 @@ void CheckImage(const ImageSpec& i, Checker& c) {
 void CheckTuning(const TuningSpec& t, Checker& c) {
   const std::string base = "spec.tuning.";
   c.InRange(base + "targetMemoryFraction", t.target_memory_fraction, 0, false, 1, true);
-  c.AtLeast(base + "minBucketSizeTokens", t.min_bucket_size_tokens, 1);
-  c.AtLeast(base + "maxBucketSizeTokens", t.max_bucket_size_tokens, 1);
+  c.InRange(base + "minBucketSizeTokens", t.min_bucket_size_tokens, 1, kMaxBucketSizeTokens);
+  c.InRange(base + "maxBucketSizeTokens", t.max_bucket_size_tokens, 1, kMaxBucketSizeTokens);
   if (c.Complete("spec.tuning") && c.Usable(base + "minBucketSizeTokens") &&
       c.Usable(base + "maxBucketSizeTokens") && t.min_bucket_size_tokens >= 1 &&
       t.min_bucket_size_tokens > t.max_bucket_size_tokens) {
@@ -282,9 +321,9 @@ void CheckTuning(const TuningSpec& t, Checker& c) {
 void CheckRunPolicy(const RunPolicy& r, Checker& c) {
   const std::string base = "spec.runPolicy.";
   c.AtLeast(base + "backoffLimit", int64_t{r.backoff_limit}, 0);
-  c.AtLeast(base + "startDeadlineSeconds", r.start_deadline_seconds, 0);
-  c.AtLeast(base + "activeDeadlineSeconds", r.active_deadline_seconds, 0);
-  c.AtLeast(base + "ttlSecondsAfterFinished", r.ttl_seconds_after_finished, 0);
+  c.InRange(base + "startDeadlineSeconds", r.start_deadline_seconds, 0, kMaxSeconds);
+  c.InRange(base + "activeDeadlineSeconds", r.active_deadline_seconds, 0, kMaxSeconds);
+  c.InRange(base + "ttlSecondsAfterFinished", r.ttl_seconds_after_finished, 0, kMaxSeconds);
 }
 
 void CheckStorage(const StorageSpec& s, Checker& c) {
@@ -307,7 +346,7 @@ void CollectValidationErrors(const ParsedJobSpec& parsed, Diagnostics* diag) {
   CheckModel(s.model, c);
   CheckData(s, c);
   CheckParallelism(s.parallelism, c);
-  CheckScheduler(s.scheduler, c);
+  CheckScheduler(s.scheduler, s.parallelism, c);
   CheckTraining(s.training, c);
   CheckMetrics(s.metrics, s.parallelism, c);
   CheckResources(s.resources, c);

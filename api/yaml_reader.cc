@@ -1,5 +1,7 @@
 #include "api/yaml_reader.h"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -7,21 +9,110 @@
 
 namespace skrull::api {
 
+namespace {
+
+std::string Where(const std::string& origin, const YAML::Mark& mark) {
+  if (mark.is_null()) return origin;
+  return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// Where flow nesting ('[' and '{' outside quotes and comments) first reaches
+// its deepest level, and that depth: yaml-cpp reports a too-deep flow
+// collection at the document's start or end, which helps nobody find it.
+YAML::Mark DeepestFlowPoint(const std::string& text, int* max_depth_out) {
+  YAML::Mark mark, deepest;
+  int depth = 0, max_depth = 0;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++mark.line;
+      mark.column = 0;
+      comment = false;
+      continue;
+    }
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (!comment) {
+      if (c == '"' || c == '\'') quote = c;
+      if (c == '#') comment = true;
+      if (c == '[' || c == '{') {
+        if (++depth > max_depth) {
+          max_depth = depth;
+          deepest = mark;
+          deepest.pos = static_cast<int>(i);
+        }
+      }
+      if ((c == ']' || c == '}') && depth > 0) --depth;
+    }
+    ++mark.column;
+  }
+  *max_depth_out = max_depth;
+  return deepest;
+}
+
+// Counts `node` with every alias expanded (scalar bytes, plus one per node)
+// against `*budget`. False as soon as the budget is spent: the walk costs at
+// most `*budget` steps however the aliases nest.
+bool FitsExpansionBudget(const YAML::Node& node, int64_t* budget) {
+  *budget -= 1;
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      *budget -= static_cast<int64_t>(node.Scalar().size());
+      break;
+    case YAML::NodeType::Sequence:
+      for (const YAML::Node& item : node) {
+        if (!FitsExpansionBudget(item, budget)) return false;
+      }
+      break;
+    case YAML::NodeType::Map:
+      for (const auto& pair : node) {
+        if (!FitsExpansionBudget(pair.first, budget) || !FitsExpansionBudget(pair.second, budget)) {
+          return false;
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  return *budget >= 0;
+}
+
+}  // namespace
+
 StatusOr<YAML::Node> LoadYamlDocument(const std::string& text, const std::string& origin) {
+  if (text.size() > kMaxDocumentBytes) {
+    return InvalidArgumentError(origin + ": the document is " + std::to_string(text.size()) +
+                                " bytes; a SkrullJob may be at most " +
+                                std::to_string(kMaxDocumentBytes) + " bytes (512 KiB)");
+  }
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // Mostly flow nesting: point at its deepest bracket; else (block
+    // nesting) yaml-cpp's position is right.
+    int flow_depth = 0;
+    const YAML::Mark flow_mark = DeepestFlowPoint(text, &flow_depth);
+    const YAML::Mark mark = flow_depth > kMaxYamlDepth / 2 ? flow_mark : e.mark;
+    return InvalidArgumentError(Where(origin, mark) + ": invalid YAML: nested deeper than " +
+                                std::to_string(kMaxYamlDepth) +
+                                " levels (the YAML reader's limit)");
   } catch (const YAML::Exception& e) {
-    std::string where = origin;
-    if (!e.mark.is_null()) {
-      where += ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
-    }
-    return InvalidArgumentError(where + ": invalid YAML: " + e.msg);
+    return InvalidArgumentError(Where(origin, e.mark) + ": invalid YAML: " + e.msg);
   }
   if (docs.empty()) return YAML::Node();
   if (docs.size() > 1) {
     return InvalidArgumentError(origin + ": expected one YAML document, found " +
                                 std::to_string(docs.size()) + " (separated by ---)");
+  }
+  int64_t budget = ExpansionBudgetBytes(text.size());
+  if (!FitsExpansionBudget(docs.front(), &budget)) {
+    return InvalidArgumentError(origin + ": YAML aliases expand the document to more than " +
+                                std::to_string(ExpansionBudgetBytes(text.size())) +
+                                " bytes (twice its size plus 64 KiB); write repeated values out "
+                                "instead of aliasing them");
   }
   return docs.front();
 }
@@ -102,7 +193,7 @@ MapReader::MapReader(const YAML::Node& node, std::string path, FieldIndex* index
     }
     auto [pos, inserted] = first_line.emplace(key.Scalar(), key.Mark().line + 1);
     if (!inserted) {
-      diag_->Add(PositionOf(key), PathOf(key.Scalar()),
+      diag_->Add(PositionOf(key), PathOf(Abbreviate(key.Scalar())),
                  "duplicate field (first set at line " + std::to_string(pos->second) + ")");
       index_->incomplete.insert(path_);
       continue;
@@ -168,7 +259,7 @@ std::optional<int64_t> MapReader::IntegerOf(const Entry& e) {
   bool out_of_range = false;
   if (ParseInt64(*text, &value, &out_of_range)) return value;
   if (out_of_range) {
-    Reject(e, "is out of range for a 64-bit integer (got " + *text + ")");
+    Reject(e, "is out of range for a 64-bit integer (got " + Abbreviate(*text) + ")");
   } else {
     Reject(e, "expected an integer, got " + Quote(*text));
   }
@@ -209,12 +300,12 @@ void MapReader::Read(std::string_view key, uint64_t* out) {
   if (!digits.empty() && ptr == end && ec == std::errc()) {
     *out = value;
   } else if (!digits.empty() && ptr == end && ec == std::errc::result_out_of_range) {
-    Reject(*e, "is out of range for a 64-bit unsigned integer (got " + *text + ")");
+    Reject(*e, "is out of range for a 64-bit unsigned integer (got " + Abbreviate(*text) + ")");
   } else {
     int64_t negative = 0;
     bool out_of_range = false;
     if (ParseInt64(*text, &negative, &out_of_range) && negative < 0) {
-      Reject(*e, "must be >= 0 (got " + *text + ")");
+      Reject(*e, "must be >= 0 (got " + Abbreviate(*text) + ")");
     } else {
       Reject(*e, "expected a non-negative integer, got " + Quote(*text));
     }
@@ -272,7 +363,7 @@ void MapReader::ReadBucketSize(std::string_view key, bool* is_auto, int64_t* tok
     *tokens = 0;
   } else if (std::optional<int64_t> value = ParseTokenCount(*text)) {
     if (*value <= 0) {
-      Reject(*e, "must be > 0 tokens or 'auto' (got " + *text + ")");
+      Reject(*e, "must be > 0 tokens or 'auto' (got " + Abbreviate(*text) + ")");
       return;
     }
     *is_auto = false;
@@ -343,7 +434,7 @@ void MapReader::ReadStringMap(std::string_view key, std::map<std::string, std::s
       diag_->Add(PositionOf(k), path, "keys must be strings, got " + DescribeValue(k));
       continue;
     }
-    std::string item_path = path + "[" + k.Scalar() + "]";
+    std::string item_path = path + "[" + Abbreviate(k.Scalar()) + "]";
     index_->positions[item_path] = PositionOf(k);
     if (items.count(k.Scalar()) > 0) {
       diag_->Add(PositionOf(k), item_path, "duplicate key");
@@ -378,12 +469,18 @@ void MapReader::Ignore(std::string_view key) { Claim(key); }
 
 void MapReader::Finish() {
   finished_ = true;
+  size_t unknown = 0;
   for (const Entry& e : entries_) {
     if (std::find(allowed_.begin(), allowed_.end(), e.key) != allowed_.end()) continue;
-    std::string hint = DidYouMean(e.key, allowed_);
-    if (e.key == "<<") hint = "; YAML merge keys are not supported, write the fields out";
-    if (hint.empty()) hint = "; allowed fields: " + JoinNames(allowed_);
-    diag_->Add(PositionOf(e.key_node), PathOf(e.key), "unknown field" + hint);
+    // Past kMaxReportedErrors unknown keys here, no message of this mapping
+    // is shown (earlier ones come first), so the hint is not worth its cost.
+    std::string hint;
+    if (++unknown <= kMaxReportedErrors) {
+      hint = DidYouMean(e.key, allowed_);
+      if (e.key == "<<") hint = "; YAML merge keys are not supported, write the fields out";
+      if (hint.empty()) hint = "; allowed fields: " + JoinNames(allowed_);
+    }
+    diag_->Add(PositionOf(e.key_node), PathOf(Abbreviate(e.key)), "unknown field" + hint);
     index_->incomplete.insert(path_);
   }
 }

@@ -34,8 +34,29 @@
 
 namespace skrull::api {
 
-// Parses `text` as exactly one YAML document. A syntax error is a one-line
-// InvalidArgument "<origin>:<line>:<column>: invalid YAML: <what>".
+// Largest job document LoadYamlDocument reads: 512 KiB, far above any real
+// job (a long chat template is a few KiB). It bounds the time and memory a
+// hostile file costs: yaml-cpp alone needs about half a second for a
+// mebibyte of tiny nodes, and the contract is under a second for any file.
+inline constexpr size_t kMaxDocumentBytes = size_t{512} << 10;
+
+// yaml-cpp stops at this nesting depth (its DepthGuard<500>).
+inline constexpr int kMaxYamlDepth = 500;
+
+// What a document of `text_bytes` may expand to with its aliases expanded
+// (scalar bytes plus one per node): twice its size plus 64 KiB. Aliases
+// repeating one value many times ("billion laughs") are refused before any
+// reader copies the value once per alias.
+inline int64_t ExpansionBudgetBytes(size_t text_bytes) {
+  return 2 * static_cast<int64_t>(text_bytes) + (int64_t{64} << 10);
+}
+
+// Parses `text` as exactly one YAML document. Errors, all one-line
+// InvalidArgument:
+//   "<origin>:<line>:<column>: invalid YAML: <what>"       a syntax error
+//   "<origin>:<line>:<column>: invalid YAML: nested deeper than 500 levels ..."
+//   "<origin>: the document is N bytes; ... at most 524288 bytes ..."
+//   "<origin>: YAML aliases expand the document to more than N bytes ..."
 StatusOr<YAML::Node> LoadYamlDocument(const std::string& text, const std::string& origin);
 
 // "a mapping", "a list" or the quoted scalar: for "expected X, got <this>".

@@ -136,24 +136,6 @@ std::vector<std::string> LayoutProblems(const Topology& topology, int64_t bucket
   return problems;
 }
 
-const char* PolicyName(Policy policy) {
-  switch (policy) {
-    case Policy::kSkrull:
-      return "skrull";
-    case Policy::kCpAll:
-      return "cp-all";
-    case Policy::kSorted:
-      return "sorted";
-    case Policy::kBalancedCp:
-      return "balanced-cp";
-    case Policy::kRoundRobin:
-      return "round-robin";
-    case Policy::kSkrullPaper:
-      return "skrull-paper";
-  }
-  return "?";
-}
-
 StatusOr<Policy> ParsePolicy(const std::string& name) {
   for (Policy p : kAll) {
     if (name == PolicyName(p)) return p;

@@ -28,13 +28,11 @@
 #include "scheduler/cost_model.h"
 #include "scheduler/hardware_profile.h"
 #include "scheduler/plan.h"
+#include "scheduler/policy_name.h"
 
 namespace skrull::scheduler {
 
-enum class Policy { kSkrull, kCpAll, kSorted, kBalancedCp, kRoundRobin, kSkrullPaper };
-
-// "skrull", "cp-all", "sorted", "balanced-cp", "round-robin", "skrull-paper".
-const char* PolicyName(Policy policy);
+// Policy and PolicyName: policy_name.h.
 // Inverse of PolicyName; an unknown name is InvalidArgument listing the valid ones.
 StatusOr<Policy> ParsePolicy(const std::string& name);
 // Every policy, in enum order.

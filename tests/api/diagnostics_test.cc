@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -56,6 +57,79 @@ TEST(ParentPath, StepsUpOneFieldOrEntry) {
   EXPECT_EQ(ParentPath("spec.model.lora.targetModules[2]"), "spec.model.lora.targetModules");
   EXPECT_EQ(ParentPath("spec"), "");
   EXPECT_EQ(ParentPath(""), "");
+}
+
+TEST(ClosestMatch, SkipsStringsLongerThanTheEchoLimit) {
+  // Defect 4: the edit distance is quadratic, so a 5 MB value cost 2 s.
+  const std::string long_typo = "contextParalel" + std::string(kMaxEchoBytes, 'l');
+  EXPECT_EQ(ClosestMatch(long_typo, kParallelismKeys), "");
+  EXPECT_EQ(ClosestMatch(std::string(5 << 20, 'n'), kParallelismKeys), "");
+  const std::string long_candidate(kMaxEchoBytes + 1, 'n');
+  EXPECT_EQ(ClosestMatch(long_candidate.substr(1), {long_candidate}), "");
+  const std::string longest(kMaxEchoBytes, 'n');
+  EXPECT_EQ(ClosestMatch(longest.substr(1) + "m", {longest}), longest);
+}
+
+TEST(ClosestMatch, MatchesAFullEditDistanceOnRandomStrings) {
+  // The bounded, three-row distance against a plain Levenshtein-with-swaps
+  // reference: the suggestion is the reference's closest within the limit.
+  auto reference = [](const std::string& a, const std::string& b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min(
+            {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+      }
+    }
+    return d[a.size()][b.size()];
+  };
+  std::mt19937 rng(3);
+  auto word = [&](size_t max_len) {
+    std::string w(1 + rng() % max_len, 'a');
+    for (char& c : w) c = static_cast<char>('a' + rng() % 3);
+    return w;
+  };
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::string got = word(12);
+    std::vector<std::string> candidates;
+    for (int i = 0; i < 4; ++i) candidates.push_back(word(12));
+    const size_t limit = std::max<size_t>(1, got.size() / 3);
+    std::string want;
+    size_t best = limit + 1;
+    for (const std::string& c : candidates) {
+      if (reference(got, c) < best) {
+        best = reference(got, c);
+        want = c;
+      }
+    }
+    bool folded_match = false;
+    for (const std::string& c : candidates) folded_match = folded_match || c == got;
+    if (folded_match) want = got;
+    EXPECT_EQ(ClosestMatch(got, candidates), want) << got;
+  }
+}
+
+TEST(Quote, EchoesAtMost64BytesAndTheLength) {
+  EXPECT_EQ(Quote("ten"), "'ten'");
+  EXPECT_EQ(Quote(std::string(64, 'x')), "'" + std::string(64, 'x') + "'");
+  EXPECT_EQ(Quote(std::string(100000, 'x')), "'" + std::string(64, 'x') + "...' (100000 bytes)");
+  EXPECT_EQ(Abbreviate(std::string(65, 'y')), std::string(64, 'y') + "... (65 bytes)");
+}
+
+TEST(Diagnostics, ListsAtMostAHundredErrorsAndCountsTheRest) {
+  Diagnostics diag;
+  for (int i = 250; i > 0; --i) diag.Add(SourcePos{i, 0}, "spec.x", "bad " + std::to_string(i));
+  const std::string text = diag.ToStatus("job.yaml").message();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 100);
+  EXPECT_EQ(text.rfind("job.yaml:2:1: spec.x: bad 1\n", 0), 0u) << text.substr(0, 100);
+  EXPECT_NE(text.find("job.yaml:101:1: spec.x: bad 100\njob.yaml: ... and 150 more errors (fix "
+                      "these first)"),
+            std::string::npos);
 }
 
 TEST(FieldIndex, PositionFallsBackToTheNearestAncestor) {

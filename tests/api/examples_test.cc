@@ -34,7 +34,7 @@ TEST(Examples, QuickstartValidates) {
   EXPECT_EQ(spec->parallelism.WorldSize(), 2);
   EXPECT_EQ(spec->parallelism.data_parallel, 1);
   EXPECT_EQ(spec->parallelism.context_parallel, 2);
-  EXPECT_EQ(spec->scheduler.policy, SchedulerPolicy::kSkrull);
+  EXPECT_EQ(spec->scheduler.policy, scheduler::Policy::kSkrull);
   EXPECT_EQ(spec->scheduler.bucket_size_tokens, 2048);
   EXPECT_EQ(spec->scheduler.batch_size, 16);
   EXPECT_EQ(spec->scheduler.seed, 1u);

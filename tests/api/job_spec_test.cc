@@ -51,9 +51,10 @@ JobSpec EverythingSet() {
             OverLengthPolicy::kTruncate,
             MalformedPolicy::kSkip,
             "/models/qwen2.5",
-            "{%- for m in messages %}\n  {{- m.content + '\\n' }}\n{% endfor %}"};
+            "{%- for m in messages %}\n  {{- m.content + '\\n' }}\n{% endfor %}",
+            int64_t{1} << 20};
   s.parallelism = {2, 4, 2, 4};
-  s.scheduler = {SchedulerPolicy::kBalancedCp, false, 26624, 40, 12345, "/profiles/h100.json"};
+  s.scheduler = {scheduler::Policy::kBalancedCp, false, 26624, 40, 12345, "/profiles/h100.json"};
   TrainingSpec& t = s.training;
   t.steps = 1000;
   t.learning_rate = 0.1 + 0.2;  // not exactly 0.3
@@ -70,7 +71,7 @@ JobSpec EverythingSet() {
   t.output_dir = "/runs/full";
   t.resume_from = "latest";
   t.log_every = 10;
-  s.metrics = {0, "https://push.example.com:9091"};
+  s.metrics = {0, "https://push.example.com:9091", "::"};
   s.resources = {0, "8", "64Gi"};
   s.image = {"localhost:5000/skrull", "1.10", "Always"};
   s.tuning = {true, 0.85, 4096, 65536};
@@ -95,11 +96,13 @@ TEST(LoadJobSpec, MinimalJobGetsEveryDefault) {
   EXPECT_EQ(s.data.format, DataFormat::kTokenizedJsonl);
   EXPECT_EQ(s.data.over_length, OverLengthPolicy::kError);
   EXPECT_EQ(s.parallelism.WorldSize(), 1);
-  EXPECT_EQ(s.scheduler.policy, SchedulerPolicy::kSkrull);
+  EXPECT_EQ(s.scheduler.policy, scheduler::Policy::kSkrull);
   EXPECT_EQ(s.scheduler.batch_size, 8);
   EXPECT_EQ(s.training.steps, 100);
   EXPECT_EQ(s.training.learning_rate, 1e-4);
   EXPECT_EQ(s.metrics.port, 9400);
+  EXPECT_EQ(s.metrics.address, "");
+  EXPECT_EQ(s.data.max_line_bytes, 64 << 20);
   EXPECT_EQ(s.image.repository, "ghcr.io/skrull/trainer");
   EXPECT_EQ(s.image.pull_policy, "IfNotPresent");
   EXPECT_EQ(std::string(DefaultImageTag()), "0.1.0");
@@ -119,6 +122,43 @@ TEST(LoadJobSpec, NullAndEmptyMeanDefault) {
   EXPECT_EQ(s.image.tag, DefaultImageTag());
   EXPECT_EQ(s.namespace_name, "default");
   EXPECT_TRUE(s.scheduler.bucket_size_auto);
+}
+
+TEST(LoadJobSpec, NewFieldsAreWrittenOnlyWhenSet) {
+  // Like hardwareProfile: documents (and JobSpecHash) of jobs without them
+  // stay as they were.
+  const std::string minimal = ToYaml(MustLoad(kMinimalJob));
+  EXPECT_EQ(minimal.find("maxLineBytes"), std::string::npos) << minimal;
+  EXPECT_EQ(minimal.find("address"), std::string::npos) << minimal;
+  JobSpec s = MustLoad(JobYaml()
+                           .Set("spec.data.maxLineBytes", "1024")
+                           .Set("spec.metrics.address", "0.0.0.0")
+                           .Text());
+  EXPECT_EQ(s.data.max_line_bytes, 1024);
+  EXPECT_EQ(s.metrics.address, "0.0.0.0");
+  const std::string text = ToYaml(s);
+  EXPECT_NE(text.find("    maxLineBytes: 1024\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    address: \"0.0.0.0\"\n"), std::string::npos) << text;
+  EXPECT_EQ(MustLoad(text), s);
+  JobSpec other = s;
+  other.data.max_line_bytes = 2048;
+  EXPECT_NE(other, s);
+  other = s;
+  other.metrics.address = "127.0.0.1";
+  EXPECT_NE(other, s);
+}
+
+TEST(OutputDirOf, IsTheWrittenDirOrRunsSlashName) {
+  JobSpec s;
+  s.name = "my-job";
+  EXPECT_EQ(OutputDirOf(s), "runs/my-job");
+  s.training.output_dir = "/out";
+  EXPECT_EQ(OutputDirOf(s), "/out");
+  EXPECT_EQ(OutputDirOf(JobSpec()), "runs/job");
+  JobSpec defaulted;
+  defaulted.name = "my-job";
+  ApplyDefaults(&defaulted);
+  EXPECT_EQ(defaulted.training.output_dir, "runs/my-job");
 }
 
 TEST(LoadJobSpec, ReadsEveryField) {
@@ -384,24 +424,41 @@ TEST(LoadJobSpecFile, ErrorsArePrefixedWithThePathAsGiven) {
             std::vector<std::string>{"spec.training.steps: expected an integer, got 'ten'"});
 }
 
-TEST(EnumNames, RoundTrip) {
-  for (SchedulerPolicy p :
-       {SchedulerPolicy::kSkrull, SchedulerPolicy::kCpAll, SchedulerPolicy::kSorted,
-        SchedulerPolicy::kBalancedCp, SchedulerPolicy::kRoundRobin}) {
-    StatusOr<SchedulerPolicy> back = ParsePolicyName(PolicyName(p));
-    ASSERT_TRUE(back.ok());
-    EXPECT_EQ(*back, p);
+TEST(EnumNames, JobPoliciesAreTheSchedulersEnumByItsNames) {
+  for (scheduler::Policy p : kJobPolicies) {
+    SCOPED_TRACE(scheduler::PolicyName(p));
+    StatusOr<JobSpec> s = LoadJobSpec(
+        JobYaml().Set("spec.scheduler.policy", scheduler::PolicyName(p)).Text(), "<test>");
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->scheduler.policy, p);
+    EXPECT_NE(ToYaml(*s).find(std::string("policy: ") + scheduler::PolicyName(p) + "\n"),
+              std::string::npos);
   }
-  EXPECT_EQ(std::string(PolicyName(SchedulerPolicy::kBalancedCp)), "balanced-cp");
+  EXPECT_EQ(std::string(scheduler::PolicyName(scheduler::Policy::kBalancedCp)), "balanced-cp");
+}
+
+TEST(EnumNames, SkrullPaperIsNotAJobPolicy) {
+  EXPECT_EQ(LoadErrors(JobYaml().Set("spec.scheduler.policy", "skrull-paper").Text()),
+            std::vector<std::string>{"spec.scheduler.policy: must be one of skrull, cp-all, "
+                                     "sorted, balanced-cp, round-robin (got 'skrull-paper')"});
+  JobSpec s = MustLoad(kMinimalJob);
+  s.scheduler.policy = scheduler::Policy::kSkrullPaper;
+  EXPECT_EQ(ValidateJobSpec(s, "tuner").message(),
+            "tuner: spec.scheduler.policy: must be one of skrull, cp-all, sorted, balanced-cp, "
+            "round-robin (got 'skrull-paper')");
+}
+
+TEST(EnumNames, RoundTrip) {
   EXPECT_EQ(std::string(DataFormatName(DataFormat::kTokenizedJsonl)), "tokenized-jsonl");
   EXPECT_EQ(std::string(PrecisionName(Precision::kBf16)), "bf16");
   EXPECT_EQ(std::string(LrScheduleName(LrSchedule::kConstant)), "constant");
   EXPECT_EQ(std::string(OverLengthPolicyName(OverLengthPolicy::kTruncate)), "truncate");
   EXPECT_EQ(std::string(MalformedPolicyName(MalformedPolicy::kSkip)), "skip");
   EXPECT_EQ(std::string(CleanPodPolicyName(CleanPodPolicy::kAll)), "All");
-  EXPECT_EQ(ParsePolicyName("roundrobin").status().message(),
-            "unknown scheduler policy 'roundrobin'; allowed: skrull, cp-all, sorted, "
-            "balanced-cp, round-robin; did you mean 'round-robin'?");
+  EXPECT_EQ(LoadErrors(JobYaml().Set("spec.scheduler.policy", "roundrobin").Text()),
+            std::vector<std::string>{"spec.scheduler.policy: must be one of skrull, cp-all, "
+                                     "sorted, balanced-cp, round-robin (got 'roundrobin'); did "
+                                     "you mean 'round-robin'?"});
 }
 
 TEST(DescribeJobSpec, SummarizesWorldSizePolicyBucketAndGlobalBatch) {

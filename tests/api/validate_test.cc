@@ -88,7 +88,7 @@ TEST(Validate, Model) {
       {"spec.model.lora", "~",
        "spec.model.lora: is empty; write 'lora: {}' for LoRA with default settings, or remove "
        "it for full fine-tuning"},
-      {"spec.model.lora", "{rank: 0}", "spec.model.lora.rank: must be >= 1 (got 0)"},
+      {"spec.model.lora", "{rank: 0}", "spec.model.lora.rank: must be in 1..65536 (got 0)"},
       {"spec.model.lora", "{alpha: 0}", "spec.model.lora.alpha: must be > 0 (got 0)"},
       {"spec.model.lora", "{targetModules: []}",
        "spec.model.lora.targetModules: must name at least one of q_proj, k_proj, v_proj, o_proj, "
@@ -118,7 +118,7 @@ TEST(Validate, Data) {
       {"spec.data.format", "text_jsonl",
        "spec.data.format: must be one of tokenized-jsonl, text-jsonl (got 'text_jsonl'); did you "
        "mean 'text-jsonl'?"},
-      {"spec.data.maxLength", "-1", "spec.data.maxLength: must be >= 0 (got -1)"},
+      {"spec.data.maxLength", "-1", "spec.data.maxLength: must be in 0..2147483647 (got -1)"},
       {"spec.data.maxLength", "32KB",
        "spec.data.maxLength: expected a token count such as 2048 or 26K (K = 1024, M = 1048576), "
        "got '32KB'"},
@@ -158,12 +158,13 @@ TEST(Validate, TextDataForPretrainedWeightsNeedsTheModelsTokenizer) {
 
 TEST(Validate, ParallelismDegreesAreAtLeastOne) {
   const BadField cases[] = {
-      {"spec.parallelism.nodes", "0", "spec.parallelism.nodes: must be >= 1 (got 0)"},
-      {"spec.parallelism.procsPerNode", "0", "spec.parallelism.procsPerNode: must be >= 1 (got 0)"},
+      {"spec.parallelism.nodes", "0", "spec.parallelism.nodes: must be in 1..65536 (got 0)"},
+      {"spec.parallelism.procsPerNode", "0",
+       "spec.parallelism.procsPerNode: must be in 1..1024 (got 0)"},
       {"spec.parallelism.dataParallel", "-2",
-       "spec.parallelism.dataParallel: must be >= 1 (got -2)"},
+       "spec.parallelism.dataParallel: must be in 1..65536 (got -2)"},
       {"spec.parallelism.contextParallel", "0",
-       "spec.parallelism.contextParallel: must be >= 1 (got 0)"},
+       "spec.parallelism.contextParallel: must be in 1..65536 (got 0)"},
       {"spec.parallelism.procsPerNode", "1.5",
        "spec.parallelism.procsPerNode: expected an integer, got '1.5'"},
       {"spec.parallelism.nodes", "99999999999",
@@ -225,7 +226,7 @@ TEST(Validate, Scheduler) {
       {"spec.scheduler.bucketSize", "26.5K",
        "spec.scheduler.bucketSize: expected 'auto' or a token count such as 2048 or 26K (K = "
        "1024, M = 1048576), got '26.5K'"},
-      {"spec.scheduler.batchSize", "0", "spec.scheduler.batchSize: must be >= 1 (got 0)"},
+      {"spec.scheduler.batchSize", "0", "spec.scheduler.batchSize: must be in 1..65536 (got 0)"},
       {"spec.scheduler.seed", "-3", "spec.scheduler.seed: must be >= 0 (got -3)"},
   };
   for (const BadField& c : cases) ExpectOnlyError(c);
@@ -234,7 +235,7 @@ TEST(Validate, Scheduler) {
 TEST(Validate, Training) {
   const BadField cases[] = {
       {"spec.training.steps", "ten", "spec.training.steps: expected an integer, got 'ten'"},
-      {"spec.training.steps", "0", "spec.training.steps: must be >= 1 (got 0)"},
+      {"spec.training.steps", "0", "spec.training.steps: must be in 1..2147483647 (got 0)"},
       {"spec.training.steps", "1e3", "spec.training.steps: expected an integer, got '1e3'"},
       {"spec.training.steps", "[1]", "spec.training.steps: expected an integer, got a list"},
       {"spec.training.learningRate", "0", "spec.training.learningRate: must be > 0 (got 0)"},
@@ -242,7 +243,8 @@ TEST(Validate, Training) {
        "spec.training.learningRate: expected a finite number, got 'fast'"},
       {"spec.training.learningRate", ".inf",
        "spec.training.learningRate: expected a finite number, got '.inf'"},
-      {"spec.training.warmupSteps", "-1", "spec.training.warmupSteps: must be >= 0 (got -1)"},
+      {"spec.training.warmupSteps", "-1",
+       "spec.training.warmupSteps: must be in 0..2147483647 (got -1)"},
       {"spec.training.warmupSteps", "100",
        "spec.training.warmupSteps: must be < steps (100) (got 100)"},
       {"spec.training.schedule", "step",
@@ -258,8 +260,8 @@ TEST(Validate, Training) {
       {"spec.training.precision", "fp16",
        "spec.training.precision: must be one of fp32, bf16 (got 'fp16')"},
       {"spec.training.checkpointEvery", "-10",
-       "spec.training.checkpointEvery: must be >= 0 (got -10)"},
-      {"spec.training.logEvery", "0", "spec.training.logEvery: must be >= 1 (got 0)"},
+       "spec.training.checkpointEvery: must be in 0..2147483647 (got -10)"},
+      {"spec.training.logEvery", "0", "spec.training.logEvery: must be in 1..2147483647 (got 0)"},
       {"spec.training.outputDir", "{a: b}",
        "spec.training.outputDir: expected a string, got a mapping"},
       {"spec.training", "5", "spec.training: expected a mapping, got '5'"},
@@ -296,8 +298,20 @@ TEST(Validate, Metrics) {
       {"spec.metrics.pushgateway", "http://pushgateway:0",
        "spec.metrics.pushgateway: must be http://host:port or https://host:port with a port in "
        "1..65535, e.g. http://pushgateway:9091 (got 'http://pushgateway:0')"},
+      {"spec.metrics.address", "localhost",
+       "spec.metrics.address: must be an IPv4 or IPv6 address such as 127.0.0.1, 0.0.0.0 or :: "
+       "(got 'localhost')"},
+      {"spec.metrics.address", "'[::1]'",
+       "spec.metrics.address: must be an IPv4 or IPv6 address such as 127.0.0.1, 0.0.0.0 or :: "
+       "(got '[::1]')"},
+      {"spec.metrics.address", "1.2.3.256",
+       "spec.metrics.address: must be an IPv4 or IPv6 address such as 127.0.0.1, 0.0.0.0 or :: "
+       "(got '1.2.3.256')"},
   };
   for (const BadField& c : cases) ExpectOnlyError(c);
+  for (const char* ok : {"127.0.0.1", "0.0.0.0", "'::'", "'::1'", "10.1.2.3", "fe80::1"}) {
+    EXPECT_TRUE(LoadErrors(JobYaml().Set("spec.metrics.address", ok).Text()).empty()) << ok;
+  }
   for (const char* ok : {"http://pushgateway:9091", "https://push.example.com:443/",
                          "http://10.0.0.7:9091", "http://[::1]:9091"}) {
     EXPECT_TRUE(LoadErrors(JobYaml().Set("spec.metrics.pushgateway", ok).Text()).empty()) << ok;
@@ -310,7 +324,8 @@ TEST(Validate, MetricsPortLeavesRoomForEveryLocalRank) {
                            .Set("spec.metrics.port", "65530")
                            .Text()),
             std::vector<std::string>{"spec.metrics.port: ranks serve on port + local rank, so "
-                                     "with procsPerNode 8 it must be <= 65528 (got 65530)"});
+                                     "with spec.parallelism.procsPerNode 8 it must be <= 65528 "
+                                     "(got 65530)"});
   EXPECT_TRUE(LoadErrors(JobYaml()
                              .Set("spec.parallelism", "{procsPerNode: 8, dataParallel: 8}")
                              .Set("spec.metrics.port", "65528")
@@ -367,7 +382,7 @@ TEST(Validate, Tuning) {
       {"spec.tuning.targetMemoryFraction", "1.01",
        "spec.tuning.targetMemoryFraction: must be in (0, 1] (got 1.01)"},
       {"spec.tuning.minBucketSizeTokens", "0",
-       "spec.tuning.minBucketSizeTokens: must be >= 1 (got 0)"},
+       "spec.tuning.minBucketSizeTokens: must be in 1..1073741824 (got 0)"},
       {"spec.tuning.maxBucketSizeTokens", "512",
        "spec.tuning.minBucketSizeTokens: must be <= maxBucketSizeTokens (512) (got 1024)"},
   };
@@ -384,11 +399,11 @@ TEST(Validate, RunPolicy) {
   const BadField cases[] = {
       {"spec.runPolicy.backoffLimit", "-1", "spec.runPolicy.backoffLimit: must be >= 0 (got -1)"},
       {"spec.runPolicy.startDeadlineSeconds", "-5",
-       "spec.runPolicy.startDeadlineSeconds: must be >= 0 (got -5)"},
+       "spec.runPolicy.startDeadlineSeconds: must be in 0..2147483647 (got -5)"},
       {"spec.runPolicy.activeDeadlineSeconds", "-1",
-       "spec.runPolicy.activeDeadlineSeconds: must be >= 0 (got -1)"},
+       "spec.runPolicy.activeDeadlineSeconds: must be in 0..2147483647 (got -1)"},
       {"spec.runPolicy.ttlSecondsAfterFinished", "-1",
-       "spec.runPolicy.ttlSecondsAfterFinished: must be >= 0 (got -1)"},
+       "spec.runPolicy.ttlSecondsAfterFinished: must be in 0..2147483647 (got -1)"},
       {"spec.runPolicy.suspend", "maybe",
        "spec.runPolicy.suspend: expected true or false, got 'maybe'"},
   };
@@ -440,10 +455,11 @@ TEST(Validate, ProgrammaticSpecsGetTheSameRulesWithoutPositions) {
   spec.scheduler.bucket_size_tokens = -1;
   Status status = ValidateJobSpec(spec, "tuner");
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(status.message(),
-            "tuner: spec.parallelism.contextParallel: must be >= 1 (got 0)\n"
-            "tuner: spec.scheduler.bucketSize: must be > 0 tokens or 'auto' (got -1)\n"
-            "tuner: spec.training.warmupSteps: must be < steps (100) (got 100)");
+  EXPECT_EQ(
+      status.message(),
+      "tuner: spec.parallelism.contextParallel: must be in 1..65536 (got 0)\n"
+      "tuner: spec.scheduler.bucketSize: must be 1..1073741824 tokens (1024M) or 'auto' (got -1)\n"
+      "tuner: spec.training.warmupSteps: must be < steps (100) (got 100)");
   // Before ApplyDefaults, 0 tokens means "unset" and is valid.
   JobSpec unset = *loaded;
   unset.scheduler = SchedulerSpec{};

@@ -91,7 +91,12 @@ def api_fields():
 
 
 def api_enums():
-    """{table name: [spellings]} from api/enum_names.h and api/job_spec.h."""
+    """{table name: [spellings]} from api/enum_names.h and api/job_spec.h.
+
+    The policies a job may name are kJobPolicies (scheduler::Policy values),
+    spelled by scheduler::PolicyName in scheduler/policy_name.h."""
+    with open(os.path.join(ROOT, "scheduler", "policy_name.h")) as f:
+        policy_names = dict(re.findall(r'case Policy::(k\w+):\s*return "([^"]+)";', f.read()))
     tables = {}
     for header in ("enum_names.h", "job_spec.h"):
         with open(os.path.join(ROOT, "api", header)) as f:
@@ -99,12 +104,15 @@ def api_enums():
         for name, body in re.findall(
             r"inline constexpr [^\n=]*?\b(k\w+)\[\] = \{(.*?)\};", src, re.S
         ):
-            tables[name] = re.findall(r'"([^"]+)"', body)
+            if name == "kJobPolicies":
+                tables[name] = [policy_names[p] for p in re.findall(r"Policy::(k\w+)", body)]
+            elif name != "kSchedulerPolicyNames":  # kJobPolicies by PolicyName
+                tables[name] = re.findall(r'"([^"]+)"', body)
     return tables
 
 
 ENUM_FIELDS = {
-    "kSchedulerPolicyNames": "spec.scheduler.policy",
+    "kJobPolicies": "spec.scheduler.policy",
     "kDataFormatNames": "spec.data.format",
     "kOverLengthPolicyNames": "spec.data.onOverLength",
     "kMalformedPolicyNames": "spec.data.onMalformed",
@@ -269,6 +277,12 @@ def check_jobs(c, validator):
         ("spec.runPolicy.suspend", True),
         ("spec.runPolicy.activeDeadlineSeconds", 0),
         ("spec.metrics.port", 0),
+        ("spec.metrics.address", "0.0.0.0"),
+        ("spec.metrics.address", "::1"),
+        ("spec.data.maxLineBytes", 1024),
+        ("spec.data.maxLineBytes", 4294967296),
+        ("spec.scheduler.batchSize", 65536),
+        ("spec.scheduler.bucketSize", 1073741824),
         ("spec.metrics.pushgateway", "http://pushgateway.monitoring:9091"),
         (
             "spec.image",
@@ -352,6 +366,37 @@ def check_jobs(c, validator):
         ("spec.metrics.port", 70000, "spec.metrics.port: should be less than or equal to 65535"),
         ("spec.metrics.port", 65530, "port + parallelism.procsPerNode - 1 must be <= 65535"),
         ("spec.metrics.pushgateway", "pushgateway:9091", "spec.metrics.pushgateway: should match"),
+        ("spec.metrics.address", "localhost", "spec.metrics.address: should match"),
+        (
+            "spec.data.maxLineBytes",
+            1023,
+            "spec.data.maxLineBytes: should be greater than or equal to 1024",
+        ),
+        (
+            "spec.data.maxLineBytes",
+            4294967297,
+            "spec.data.maxLineBytes: should be less than or equal to 4294967296",
+        ),
+        (
+            "spec.scheduler.batchSize",
+            2147483647,
+            "spec.scheduler.batchSize: should be less than or equal to 65536",
+        ),
+        (
+            "spec.scheduler.bucketSize",
+            9223372036854775807,
+            "spec.scheduler.bucketSize: should be less than or equal to 1073741824",
+        ),
+        (
+            "spec.parallelism.procsPerNode",
+            2147483647,
+            "spec.parallelism.procsPerNode: should be less than or equal to 1024",
+        ),
+        (
+            "spec.parallelism",
+            {"nodes": 128, "procsPerNode": 1024, "dataParallel": 65536, "contextParallel": 2},
+            "the world size, nodes x procsPerNode, must be <= 65536",
+        ),
         ("spec.resources.memory", "-1Gi", "spec.resources.memory: should match"),
         ("spec.resources.cpu", 0.5, "spec.resources.cpu: must be an integer or a string"),
         ("spec.resources.gpusPerProc", -1, "gpusPerProc: should be greater than or equal to 0"),
@@ -391,3 +436,10 @@ def check_jobs(c, validator):
             any(want in e for e in errors),
             f"wanted {want!r}, got {errors}",
         )
+    # The global batch, dataParallel x batchSize, needs two fields changed.
+    parallelism = {"nodes": 4, "procsPerNode": 8, "dataParallel": 32, "contextParallel": 1}
+    big_batch = mutated(mutated(example, "spec.parallelism", parallelism),
+                        "spec.scheduler.batchSize", 65536)
+    errors = validator.validate(big_batch)
+    want = "the global batch, batchSize x parallelism.dataParallel, must be <= 1048576"
+    c.check("CRD rejects a global batch over 1048576", any(want in e for e in errors), errors)

@@ -73,8 +73,7 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
     cp_stats = backend->SharedStats();
     return std::unique_ptr<train::ContextParallelAttention>(std::move(backend));
   };
-  std::string output_dir = env.output_dir.empty() ? job.training.output_dir : env.output_dir;
-  if (output_dir.empty()) output_dir = "runs/" + job.name;
+  const std::string output_dir = env.output_dir.empty() ? api::OutputDirOf(job) : env.output_dir;
   if (options.trainer.summary_path.empty()) {
     options.trainer.summary_path = RankSummaryPath(output_dir, env.rank);
   }

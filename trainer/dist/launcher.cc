@@ -203,8 +203,7 @@ StatusOr<LaunchOptions> LaunchOptionsForJob(const api::JobSpec& job, const std::
   o.job_file = job_file;
   o.base_env = env;
   o.procs_per_node = job.parallelism.procs_per_node;
-  o.output_dir = GetOr(env, env::kOutputDir, job.training.output_dir);
-  if (o.output_dir.empty()) o.output_dir = "runs/" + (job.name.empty() ? "job" : job.name);
+  o.output_dir = GetOr(env, env::kOutputDir, api::OutputDirOf(job));
   SKRULL_ASSIGN_OR_RETURN(int env_nnodes, ParseIntVar(env, env::kNnodes, 1, job.parallelism.nodes));
   SKRULL_ASSIGN_OR_RETURN(int env_node_rank, ParseIntVar(env, env::kNodeRank, 0, 0));
   SKRULL_ASSIGN_OR_RETURN(int env_port, ParseIntVar(env, env::kMasterPort, 1, 0));

@@ -24,6 +24,7 @@
 #include "trainer/metrics/process_memory.h"
 #include "trainer/model/model.h"
 #include "trainer/model/torch_compat.h"
+#include "trainer/train/model_options.h"
 #include "trainer/train/optimizer.h"
 
 namespace skrull::dist {
@@ -208,17 +209,7 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
     SKRULL_ASSIGN_OR_RETURN(std::string config_text, ReadFileToString(job.model.config));
     SKRULL_ASSIGN_OR_RETURN(scheduler::ModelConfig config,
                             scheduler::ParseHfConfigJson(config_text, job.model.config));
-    model::ModelOptions mo;
-    mo.device = device;
-    mo.dtype = device.is_cuda() && job.training.precision == api::Precision::kBf16 ? at::kBFloat16
-                                                                                   : at::kFloat;
-    mo.seed = job.model.seed;
-    if (job.model.lora) {
-      mo.lora.rank = job.model.lora->rank;
-      mo.lora.alpha = job.model.lora->alpha;
-      mo.lora.target_modules = job.model.lora->target_modules;
-      mo.lora.seed = job.model.seed;
-    }
+    const model::ModelOptions mo = train::ModelOptionsFromSpec(job, device);
     MemoryProbe memory(device);
     const uint64_t before_model = memory.CurrentBytes();
     SKRULL_ASSIGN_OR_RETURN(std::unique_ptr<model::DecoderModel> model,
@@ -384,8 +375,7 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
     j["world_size"] = env.world_size;
     std::string out = o.out_path;
     if (out.empty()) {
-      const std::string dir = env.output_dir.empty() ? job.training.output_dir : env.output_dir;
-      out = (dir.empty() ? "runs/" + job.name : dir) + "/profile.json";
+      out = (env.output_dir.empty() ? api::OutputDirOf(job) : env.output_dir) + "/profile.json";
     }
     const std::string text = j.dump(2) + "\n";
     // The scheduler must be able to read what we wrote.

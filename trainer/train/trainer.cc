@@ -30,6 +30,7 @@
 #include "trainer/model/torch_compat.h"
 #include "trainer/train/checkpoint.h"
 #include "trainer/train/lr_schedule.h"
+#include "trainer/train/model_options.h"
 #include "trainer/train/optimizer.h"
 #include "trainer/train/train_step.h"
 
@@ -178,17 +179,8 @@ Status Run::SetupDevice() {
 Status Run::SetupModel() {
   SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(job_.model.config));
   SKRULL_ASSIGN_OR_RETURN(config_, scheduler::ParseHfConfigJson(text, job_.model.config));
-  model::ModelOptions mo;
-  mo.dtype = dtype_;
-  mo.device = device_;
-  mo.seed = job_.model.seed;
-  if (job_.model.lora.has_value()) {
-    mo.lora.rank = job_.model.lora->rank;
-    mo.lora.alpha = job_.model.lora->alpha;
-    mo.lora.target_modules = job_.model.lora->target_modules;
-    mo.lora.seed = job_.model.seed;
-  }
-  StatusOr<std::unique_ptr<model::DecoderModel>> created = model::DecoderModel::Create(config_, mo);
+  StatusOr<std::unique_ptr<model::DecoderModel>> created =
+      model::DecoderModel::Create(config_, ModelOptionsFromSpec(job_, device_));
   if (!created.ok()) return created.status().WithContext(job_.model.config);
   model_ = std::move(created).value();
   if (!job_.model.weights.empty()) {
@@ -258,7 +250,7 @@ Status Run::SetupData() {
 }
 
 Status Run::SetupScheduler() {
-  SKRULL_ASSIGN_OR_RETURN(policy_, scheduler::ParsePolicy(api::PolicyName(job_.scheduler.policy)));
+  policy_ = job_.scheduler.policy;
   cost_ = std::make_unique<scheduler::CostModel>(config_);
   StatusOr<uint64_t> capacity = metrics::ReadHostMemoryCapacityBytes();
   memory_capacity_bytes_ = capacity.ok() && device_.is_cpu() ? *capacity : 0;
@@ -420,7 +412,7 @@ Status Run::Resume() {
 }
 
 Status Run::Setup() {
-  output_dir_ = job_.training.output_dir.empty() ? "runs/" + job_.name : job_.training.output_dir;
+  output_dir_ = api::OutputDirOf(job_);
   std::error_code ec;
   fs::create_directories(output_dir_, ec);
   if (ec) {
