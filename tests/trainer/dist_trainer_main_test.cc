@@ -157,6 +157,70 @@ TEST_F(TrainerMainTest, ProfilesTheJobsDevicesAndGroups) {
   EXPECT_EQ(j["measurements"]["collectives"]["group_size_kv"], 2);
 }
 
+// Issue 17, defect 10d, for a 2-rank job: the launcher could not open the
+// ranks' logs under a file and exited 1.
+TEST_F(TrainerMainTest, AnOutputDirThatIsAFileExits2BeforeLaunching) {
+  const std::string job = WriteJob("data.jsonl");
+  std::ofstream(dir_ / "out") << "a file\n";
+  EXPECT_EQ(RunTrainer({"--job", job, "--no-metrics-server"}), 2);
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "out"));
+}
+
+TEST(TrainerCommandLine, ParsesNodeAndProfileFlagsBesideTheTrainersFlags) {
+  StatusOr<TrainerCommandLine> cl =
+      ParseTrainerCommandLine({"--job", "j.yaml", "--nnodes", "2", "--node-rank=1", "--master",
+                               "host0:1234", "--steps", "3", "--profile", "--out", "p.json"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->trainer.job_file, "j.yaml");
+  EXPECT_EQ(cl->trainer.steps, 3);
+  EXPECT_EQ(cl->node.nnodes, 2);
+  EXPECT_EQ(cl->node.node_rank, 1);
+  EXPECT_EQ(cl->node.master_addr, "host0");
+  EXPECT_EQ(cl->node.master_port, 1234);
+  EXPECT_TRUE(cl->profile);
+  EXPECT_EQ(cl->profile_out, "p.json");
+
+  cl = ParseTrainerCommandLine({"--job", "j.yaml"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_FALSE(cl->node.nnodes.has_value());
+  EXPECT_FALSE(cl->node.master_addr.has_value());
+  EXPECT_FALSE(cl->profile);
+}
+
+TEST(TrainerCommandLine, BadFlagsAreCli11ErrorsNamingTheFlag) {
+  EXPECT_EQ(ParseTrainerCommandLine({"--job", "j", "--nnodes"}).status().message(),
+            "--nnodes: 1 required N missing");
+  EXPECT_EQ(ParseTrainerCommandLine({"--job", "j", "--node-rank", "-1"}).status().message(),
+            "--node-rank: Value -1 not in range 0 to 1073741824");
+  EXPECT_EQ(ParseTrainerCommandLine({"--job", "j", "--master", "h:99999"}).status().message(),
+            "--master: port must be <= 65535 (got 99999)");
+  EXPECT_EQ(ParseTrainerCommandLine({"--job", "j", "--bogus"}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ParseTrainerCommandLine({"--help"})->trainer.help);
+  const std::string usage = TrainerCommandLineUsage();
+  for (const char* flag :
+       {"--job", "--steps", "--output-dir", "--device", "--stop-after-steps", "--no-metrics-server",
+        "--nnodes", "--node-rank", "--master", "--profile", "--out"}) {
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag << " missing from\n" << usage;
+  }
+}
+
+TEST(CheckOutputDirUsable, AcceptsADirectoryOrAPathToCreateAndRefusesAFile) {
+  const fs::path dir = fs::temp_directory_path() / ("skrull_outdir_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "file") << "x";
+  EXPECT_TRUE(CheckOutputDirUsable(dir.string(), "o").ok());
+  EXPECT_TRUE(CheckOutputDirUsable((dir / "new/deeper").string(), "o").ok());
+  Status s = CheckOutputDirUsable((dir / "file").string(), "spec.training.outputDir");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "spec.training.outputDir: " + (dir / "file").string() +
+                             " is a file, not a directory; name a directory (it is created when "
+                             "missing) or move the file away");
+  EXPECT_EQ(CheckOutputDirUsable((dir / "file/sub").string(), "o").code(),
+            StatusCode::kInvalidArgument);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace skrull::dist
 
