@@ -16,6 +16,12 @@ skrull_test(dist_cp_attention_test
   LABELS integration
   TIMEOUT 300)
 
+# RendezvousOptionsFor and TrainingBackend (process_groups.h).
+skrull_test(dist_rendezvous_options_test
+  SOURCES dist_rendezvous_options_test.cc
+  DEPS skrull_dist
+  LABELS unit)
+
 skrull_test(dist_groups_unit_test
   SOURCES dist_groups_unit_test.cc
   DEPS skrull_dist
