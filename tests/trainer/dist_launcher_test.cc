@@ -17,6 +17,7 @@
 #include "trainer/dist/env.h"
 #include "trainer/dist/launcher.h"
 #include "trainer/dist/process_spawner.h"
+#include "trainer/dist/testing/processes.h"
 
 extern char** environ;
 
@@ -397,17 +398,6 @@ std::string SelfExe() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
-// Running or stopped; not a zombie and not gone.
-bool IsAlive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(stat, text)) return false;
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos || close + 2 >= text.size()) return false;
-  const char state = text[close + 2];
-  return state != 'Z' && state != 'X';
-}
-
 TEST(LauncherProcesses, RanksDieWithinSecondsWhenTheLauncherIsKilled) {
   const std::string dir = MakeTempDir();
   const pid_t launcher = fork();
@@ -428,23 +418,18 @@ TEST(LauncherProcesses, RanksDieWithinSecondsWhenTheLauncherIsKilled) {
     if (ranks.size() < 2) std::this_thread::sleep_for(milliseconds(10));
   }
   ASSERT_EQ(ranks.size(), 2u) << "the ranks did not start";
-  for (pid_t pid : ranks) ASSERT_TRUE(IsAlive(pid)) << pid;
+  for (pid_t pid : ranks) ASSERT_TRUE(testing::ProcessIsAlive(pid)) << pid;
 
   ASSERT_EQ(kill(launcher, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
   ASSERT_TRUE(WIFSIGNALED(status));
-  const auto killed = std::chrono::steady_clock::now();
   // The kernel delivers the parent-death signal as the launcher exits; 3 s
   // is margin for a loaded machine, the ranks would otherwise sleep 60 s.
-  bool gone = false;
-  while (!gone && std::chrono::steady_clock::now() - killed < std::chrono::seconds(3)) {
-    gone = !IsAlive(ranks[0]) && !IsAlive(ranks[1]);
-    if (!gone) std::this_thread::sleep_for(milliseconds(10));
-  }
+  EXPECT_TRUE(testing::WaitUntilGone(ranks, milliseconds(3000)));
   for (pid_t pid : ranks) {
-    EXPECT_FALSE(IsAlive(pid)) << "rank pid " << pid << " outlived its launcher";
-    if (IsAlive(pid)) kill(pid, SIGKILL);  // leave no orphan behind a failed test
+    EXPECT_FALSE(testing::ProcessIsAlive(pid)) << "rank pid " << pid << " outlived its launcher";
+    if (testing::ProcessIsAlive(pid)) kill(pid, SIGKILL);  // leave no orphan behind a failed test
   }
   std::filesystem::remove_all(dir);
 }
