@@ -363,6 +363,20 @@ TEST(LauncherProcesses, ASignalToTheLauncherReachesEveryRank) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(LauncherProcesses, AFailuresLogTailIsThisLaunchsOutputOnly) {
+  const std::string dir = MakeTempDir();
+  std::filesystem::create_directories(dir + "/logs");
+  std::ofstream(RankLogPath(dir, 0)) << "boom from an earlier launch\n";
+  PosixProcessSpawner spawner;
+  auto r = RunNode(ShellOptions(dir, 1, "exit 3"), &spawner);  // fails without a word
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->failure.has_value());
+  EXPECT_EQ(r->failure->exit.exit_code, 3);
+  EXPECT_EQ(r->failure_log_tail, "");
+  EXPECT_EQ(r->Describe().find("earlier launch"), std::string::npos) << r->Describe();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LauncherProcesses, AMissingProgramIsAFailedRank) {
   const std::string dir = MakeTempDir();
   LaunchOptions o = ShellOptions(dir, 1, "");

@@ -362,6 +362,7 @@ StatusOr<LaunchResult> RunNode(const LaunchOptions& options, ProcessSpawner* spa
       req.env[env::kOmpNumThreads] = std::to_string(omp_threads);
     }
     req.log_path = options.output_dir.empty() ? "" : RankLogPath(options.output_dir, rank);
+    req.truncate_log = true;  // a failure's log tail is this launch's, never an earlier one's
     if (options.echo_output) req.echo_prefix = "[rank " + std::to_string(rank) + "] ";
     auto pid = spawner->Spawn(req);
     if (!pid.ok()) {

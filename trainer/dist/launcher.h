@@ -9,7 +9,8 @@
 //  * forwards SIGINT/SIGTERM/SIGHUP to the ranks;
 //  * fails fast: when a rank dies, the others get SIGTERM, then SIGKILL after
 //    kill_grace; the failure names the rank, its exit code or signal, and the
-//    tail of its log (<outputDir>/logs/rank-<r>.log);
+//    tail of its log (<outputDir>/logs/rank-<r>.log, which holds this
+//    launch's output only: it starts empty);
 //  * aggregates the ranks' summaries (RankSummaryPath) into
 //    <outputDir>/summary.json (summary.node<k>.json on nodes other than 0).
 //
