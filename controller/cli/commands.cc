@@ -18,6 +18,7 @@
 #include "controller/tuner/tuner.h"
 
 #ifdef SKRULL_CONTROLLER_HAS_LOCAL_RUNNER
+#include "controller/local/trainer_binary.h"
 #include "controller/local/tuning_loop.h"
 #include "trainer/dist/process_spawner.h"
 #endif
@@ -174,8 +175,16 @@ int RunLocal(const RunFlags& flags, const Environment& env, const std::atomic<in
     err << spec.status().message() << "\n";
     return 2;
   }
+  const auto path_var = env.vars.find("PATH");
+  StatusOr<std::string> trainer =
+      local::FindTrainerBinary(flags.trainer, local::SelfExecutableDir(),
+                               path_var == env.vars.end() ? "" : path_var->second);
+  if (!trainer.ok()) {
+    err << "skrull-controller run: " << trainer.status().message() << "\n";
+    return 2;
+  }
   local::LocalRunnerOptions o;
-  o.trainer_binary = flags.trainer;
+  o.trainer_binary = *trainer;
   o.env = env.vars;
   o.trainer_args = flags.trainer_args;
   o.interrupt_signal = interrupt;

@@ -140,6 +140,7 @@ StatusOr<RunResult> LocalRunner::Run(const api::JobSpec& job, const RunRequest& 
   spawn.argv.insert(spawn.argv.end(), options_.trainer_args.begin(), options_.trainer_args.end());
   spawn.env = LauncherEnv(options_.env, result.run_dir);
   spawn.log_path = result.launcher_log;
+  spawn.truncate_log = true;  // the reason quotes this run's output, never an earlier run's
   if (options_.echo_output) spawn.echo_prefix = "[run " + std::to_string(request.run_index) + "] ";
   const Clock::time_point start = Clock::now();
   StatusOr<dist::Pid> pid = spawner_->Spawn(spawn);

@@ -6,8 +6,9 @@
 //      run directory and, when asked, spec.scheduler.bucketSize = N (what the
 //      tuner recommended); writes it to <run dir>/job.yaml with api::ToYaml;
 //   2. spawns `skrull-trainer --job <run dir>/job.yaml [trainer_args]` through
-//      a dist::ProcessSpawner in its own process group, output appended to
-//      <run dir>/launcher.log. The trainer's launcher starts the
+//      a dist::ProcessSpawner in its own process group, output written to
+//      <run dir>/launcher.log, which starts empty for every run (a failure's
+//      last line is this run's). The trainer's launcher starts the
 //      procsPerNode ranks itself (trainer/dist/launcher.h);
 //   3. forwards SIGINT/SIGTERM/SIGHUP (polled from `interrupt_signal`) to the
 //      process group once; the launcher stops its ranks (SIGTERM, then

@@ -1,5 +1,7 @@
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +17,9 @@
 #include "trainer/dist/env.h"
 #include "trainer/dist/launcher.h"
 #include "trainer/dist/process_spawner.h"
+#include "trainer/dist/testing/processes.h"
+
+extern char** environ;
 
 namespace skrull::dist {
 namespace {
@@ -183,23 +188,55 @@ TEST(RankEnv, RankMustBeBelowWorldSize) {
       << r.status();
 }
 
-TEST(NodeFlags, AreTakenOutOfTheArguments) {
-  std::vector<std::string> args = {"--job",    "j.yaml",     "--nnodes", "2", "--node-rank=1",
-                                   "--master", "host0:1234", "--steps",  "3"};
-  auto f = ExtractNodeFlags(&args);
-  ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(args, (std::vector<std::string>{"--job", "j.yaml", "--steps", "3"}));
-  EXPECT_EQ(f->nnodes, 2);
-  EXPECT_EQ(f->node_rank, 1);
-  EXPECT_EQ(f->master_addr, "host0");
-  EXPECT_EQ(f->master_port, 1234);
+TEST(NodeFlags, MasterTakesHostPortHostAloneAndBracketedIpv6) {
+  NodeFlags f;
+  ASSERT_TRUE(ParseMasterFlag("host0:1234", &f).ok());
+  EXPECT_EQ(f.master_addr, "host0");
+  EXPECT_EQ(f.master_port, 1234);
+  NodeFlags g;
+  ASSERT_TRUE(ParseMasterFlag("host1", &g).ok());
+  EXPECT_EQ(g.master_addr, "host1");
+  EXPECT_FALSE(g.master_port.has_value());
+  NodeFlags h;
+  ASSERT_TRUE(ParseMasterFlag("[::1]:29500", &h).ok());
+  EXPECT_EQ(h.master_addr, "::1");
+  EXPECT_EQ(h.master_port, 29500);
+  EXPECT_EQ(ParseMasterFlag("host:70000", &f).message(),
+            "--master: port must be <= 65535 (got 70000)");
+  EXPECT_EQ(ParseMasterFlag(":1", &f).message(), "--master: empty host in ':1'; use HOST[:PORT]");
 }
 
-TEST(NodeFlags, RejectsAMissingValue) {
-  std::vector<std::string> args = {"--nnodes"};
-  auto f = ExtractNodeFlags(&args);
-  ASSERT_FALSE(f.ok());
-  EXPECT_EQ(f.status().message(), "--nnodes: missing value");
+// Issue 17, defect 10e: `--nnodes 2 --node-rank 5` on a 1-node job was
+// silently ignored when the job runs in one process.
+TEST(NodeFlags, ANodeCountOrRankTheJobDoesNotHaveIsRefusedNamingTheFlags) {
+  api::JobSpec job;
+  job.parallelism.nodes = 1;
+  NodeFlags flags;
+  flags.nnodes = 2;
+  flags.node_rank = 5;
+  Status s = CheckNodeFlagsAgainstJob(job, "j.yaml", flags, {});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "--nnodes 2: disagrees with j.yaml, whose spec.parallelism.nodes is 1; give the job's "
+            "node count or change the job; --node-rank 5: must be < spec.parallelism.nodes (1) "
+            "of j.yaml; this node's rank is 0..0");
+  flags.nnodes = 1;
+  flags.node_rank = 0;
+  EXPECT_TRUE(CheckNodeFlagsAgainstJob(job, "j.yaml", flags, {}).ok());
+  EXPECT_TRUE(CheckNodeFlagsAgainstJob(job, "j.yaml", {}, {}).ok());
+}
+
+TEST(NodeFlags, TheEnvironmentIsCheckedWhenTheFlagsAreAbsent) {
+  api::JobSpec job;
+  job.parallelism.nodes = 2;
+  Status s = CheckNodeFlagsAgainstJob(job, "j.yaml", {}, {{env::kNodeRank, "2"}});
+  EXPECT_EQ(s.message().rfind("SKRULL_NODE_RANK 2: must be < spec.parallelism.nodes (2)", 0), 0u)
+      << s;
+  NodeFlags flags;
+  flags.node_rank = 1;  // the flag wins over the variable
+  EXPECT_TRUE(CheckNodeFlagsAgainstJob(job, "j.yaml", flags, {{env::kNodeRank, "2"}}).ok());
+  s = CheckNodeFlagsAgainstJob(job, "j.yaml", {}, {{env::kNnodes, "x"}});
+  EXPECT_EQ(s.message(), "SKRULL_NNODES: must be an integer >= 1 (got 'x')");
 }
 
 TEST(LaunchOptionsForJob, MultiNodeNeedsAMaster) {
@@ -326,6 +363,20 @@ TEST(LauncherProcesses, ASignalToTheLauncherReachesEveryRank) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(LauncherProcesses, AFailuresLogTailIsThisLaunchsOutputOnly) {
+  const std::string dir = MakeTempDir();
+  std::filesystem::create_directories(dir + "/logs");
+  std::ofstream(RankLogPath(dir, 0)) << "boom from an earlier launch\n";
+  PosixProcessSpawner spawner;
+  auto r = RunNode(ShellOptions(dir, 1, "exit 3"), &spawner);  // fails without a word
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->failure.has_value());
+  EXPECT_EQ(r->failure->exit.exit_code, 3);
+  EXPECT_EQ(r->failure_log_tail, "");
+  EXPECT_EQ(r->Describe().find("earlier launch"), std::string::npos) << r->Describe();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LauncherProcesses, AMissingProgramIsAFailedRank) {
   const std::string dir = MakeTempDir();
   LaunchOptions o = ShellOptions(dir, 1, "");
@@ -339,5 +390,71 @@ TEST(LauncherProcesses, AMissingProgramIsAFailedRank) {
   std::filesystem::remove_all(dir);
 }
 
+// --- The launcher killed with SIGKILL takes its ranks with it. -------------
+
+// Run as SKRULL_TEST_AS_LAUNCHER=DIR, this binary is a launcher of two ranks
+// that record their pid in DIR/pid-<rank> and then sleep for a minute.
+constexpr char kAsLauncher[] = "SKRULL_TEST_AS_LAUNCHER";
+
+int LauncherHelperMain(const std::string& dir) {
+  const std::string script =
+      "echo $$ > $SKRULL_OUTPUT_DIR/pid-$SKRULL_RANK.tmp && "
+      "mv $SKRULL_OUTPUT_DIR/pid-$SKRULL_RANK.tmp "
+      "$SKRULL_OUTPUT_DIR/pid-$SKRULL_RANK; exec sleep 60";
+  PosixProcessSpawner spawner;
+  auto r = RunNode(ShellOptions(dir, 2, script), &spawner);
+  return r.ok() && r->ok ? 0 : 1;
+}
+
+std::string SelfExe() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+TEST(LauncherProcesses, RanksDieWithinSecondsWhenTheLauncherIsKilled) {
+  const std::string dir = MakeTempDir();
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    setenv(kAsLauncher, dir.c_str(), 1);
+    const std::string self = SelfExe();
+    execl(self.c_str(), self.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::vector<pid_t> ranks;
+  for (int i = 0; i < 3000 && ranks.size() < 2; ++i) {  // up to 30 s on a loaded machine
+    ranks.clear();
+    for (int r = 0; r < 2; ++r) {
+      auto text = ReadFileToString(dir + "/pid-" + std::to_string(r));
+      if (text.ok() && !text->empty()) ranks.push_back(static_cast<pid_t>(std::stol(*text)));
+    }
+    if (ranks.size() < 2) std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(ranks.size(), 2u) << "the ranks did not start";
+  for (pid_t pid : ranks) ASSERT_TRUE(testing::ProcessIsAlive(pid)) << pid;
+
+  ASSERT_EQ(kill(launcher, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  // The kernel delivers the parent-death signal as the launcher exits; 3 s
+  // is margin for a loaded machine, the ranks would otherwise sleep 60 s.
+  EXPECT_TRUE(testing::WaitUntilGone(ranks, milliseconds(3000)));
+  for (pid_t pid : ranks) {
+    EXPECT_FALSE(testing::ProcessIsAlive(pid)) << "rank pid " << pid << " outlived its launcher";
+    if (testing::ProcessIsAlive(pid)) kill(pid, SIGKILL);  // leave no orphan behind a failed test
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace skrull::dist
+
+int main(int argc, char** argv) {
+  if (const char* dir = std::getenv(skrull::dist::kAsLauncher); dir != nullptr) {
+    return skrull::dist::LauncherHelperMain(dir);
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

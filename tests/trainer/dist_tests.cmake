@@ -2,7 +2,7 @@
 # ranks on loopback with Gloo and carry the label `integration` (or `slow`).
 skrull_test(dist_launcher_test
   SOURCES dist_launcher_test.cc
-  DEPS skrull_dist_launcher
+  DEPS skrull_dist_launcher skrull_dist_testing
   LABELS unit)
 
 skrull_test(dist_span_attention_test
@@ -15,6 +15,12 @@ skrull_test(dist_cp_attention_test
   DEPS skrull_dist skrull_dist_testing
   LABELS integration
   TIMEOUT 300)
+
+# RendezvousOptionsFor and TrainingBackend (process_groups.h).
+skrull_test(dist_rendezvous_options_test
+  SOURCES dist_rendezvous_options_test.cc
+  DEPS skrull_dist
+  LABELS unit)
 
 skrull_test(dist_groups_unit_test
   SOURCES dist_groups_unit_test.cc
@@ -52,6 +58,6 @@ skrull_test(dist_step_phases_test
 # the trainer).
 skrull_test(dist_trainer_main_test
   SOURCES dist_trainer_main_test.cc
-  DEPS skrull_dist skrull_scheduler
+  DEPS skrull_dist skrull_dist_testing skrull_scheduler
   LABELS integration
   TIMEOUT 300)

@@ -3,6 +3,7 @@
 // the scheduler reads. This test binary is its own trainer: run with
 // SKRULL_TEST_AS_TRAINER=1 it is dist::TrainerMain (what skrull-trainer's
 // main calls).
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -21,6 +23,7 @@
 #include "trainer/dist/distributed_trainer.h"
 #include "trainer/dist/launcher.h"
 #include "trainer/dist/profile.h"
+#include "trainer/dist/testing/processes.h"
 #include "trainer/dist/trainer_main.h"
 #include "trainer/train/trainer.h"
 
@@ -80,6 +83,14 @@ class TrainerMainTest : public ::testing::Test {
 
   // Runs this binary as skrull-trainer with `args`; returns its exit code.
   int RunTrainer(const std::vector<std::string>& args) {
+    const pid_t pid = StartTrainer(args);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  // Starts this binary as skrull-trainer with `args`; does not wait.
+  pid_t StartTrainer(const std::vector<std::string>& args) {
     pid_t pid = fork();
     if (pid == 0) {
       setenv("SKRULL_TEST_AS_TRAINER", "1", 1);
@@ -91,9 +102,7 @@ class TrainerMainTest : public ::testing::Test {
       execv(argv[0], argv.data());
       _exit(127);
     }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return pid;
   }
 
   fs::path dir_;
@@ -155,6 +164,102 @@ TEST_F(TrainerMainTest, ProfilesTheJobsDevicesAndGroups) {
   auto j = nlohmann::json::parse(*text);
   EXPECT_GT(j["memory"]["alpha_bytes_per_token"].get<double>(), 0);
   EXPECT_EQ(j["measurements"]["collectives"]["group_size_kv"], 2);
+}
+
+// Issue 17, defect 10d, for a 2-rank job: the launcher could not open the
+// ranks' logs under a file and exited 1.
+TEST_F(TrainerMainTest, AnOutputDirThatIsAFileExits2BeforeLaunching) {
+  const std::string job = WriteJob("data.jsonl");
+  std::ofstream(dir_ / "out") << "a file\n";
+  EXPECT_EQ(RunTrainer({"--job", job, "--no-metrics-server"}), 2);
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "out"));
+}
+
+// Issue 17, defect 3 with real ranks: `kill -9` of the launcher left its
+// ranks training (holding ports, writing checkpoints, output going nowhere).
+TEST_F(TrainerMainTest, RanksOfARealJobDieWithinSecondsWhenTheLauncherIsKilled) {
+  std::string yaml = *ReadFileToString(WriteJob("data.jsonl"));
+  yaml.replace(yaml.find("steps: 3"), 8, "steps: 1000000");  // trains until killed
+  const std::string job = (dir_ / "job.yaml").string();
+  std::ofstream(job) << yaml;
+  const pid_t launcher = StartTrainer({"--job", job, "--no-metrics-server"});
+  ASSERT_GT(launcher, 0);
+  // Both ranks started and at least one is training (past rendezvous).
+  std::vector<pid_t> ranks;
+  const std::string log = (dir_ / "out" / "logs" / "rank-0.log").string();
+  for (int i = 0; i < 12000; ++i) {  // up to 120 s on a loaded machine
+    ranks = testing::ChildrenOf(launcher);
+    auto text = ReadFileToString(log);
+    if (ranks.size() == 2 && text.ok() && text->find("step ") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(ranks.size(), 2u) << ReadFileToString(log).status();
+
+  ASSERT_EQ(kill(launcher, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
+  // The kernel signals them as the launcher exits; 5 s is margin for a
+  // loaded machine (they would otherwise train for a million steps).
+  EXPECT_TRUE(testing::WaitUntilGone(ranks, std::chrono::seconds(5)));
+  for (pid_t pid : ranks) {
+    EXPECT_FALSE(testing::ProcessIsAlive(pid)) << "rank pid " << pid << " outlived its launcher";
+    if (testing::ProcessIsAlive(pid)) kill(pid, SIGKILL);
+  }
+}
+
+TEST(TrainerCommandLine, ParsesNodeAndProfileFlagsBesideTheTrainersFlags) {
+  StatusOr<TrainerCommandLine> cl =
+      ParseTrainerCommandLine({"--job", "j.yaml", "--nnodes", "2", "--node-rank=1", "--master",
+                               "host0:1234", "--steps", "3", "--profile", "--out", "p.json"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->trainer.job_file, "j.yaml");
+  EXPECT_EQ(cl->trainer.steps, 3);
+  EXPECT_EQ(cl->node.nnodes, 2);
+  EXPECT_EQ(cl->node.node_rank, 1);
+  EXPECT_EQ(cl->node.master_addr, "host0");
+  EXPECT_EQ(cl->node.master_port, 1234);
+  EXPECT_TRUE(cl->profile);
+  EXPECT_EQ(cl->profile_out, "p.json");
+
+  cl = ParseTrainerCommandLine({"--job", "j.yaml"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_FALSE(cl->node.nnodes.has_value());
+  EXPECT_FALSE(cl->node.master_addr.has_value());
+  EXPECT_FALSE(cl->profile);
+}
+
+TEST(TrainerCommandLine, BadFlagsAreCli11ErrorsNamingTheFlag) {
+  EXPECT_EQ(ParseTrainerCommandLine({"--job", "j", "--nnodes"}).status().message(),
+            "--nnodes: 1 required N missing");
+  EXPECT_EQ(ParseTrainerCommandLine({"--job", "j", "--node-rank", "-1"}).status().message(),
+            "--node-rank: Value -1 not in range 0 to 1073741824");
+  EXPECT_EQ(ParseTrainerCommandLine({"--job", "j", "--master", "h:99999"}).status().message(),
+            "--master: port must be <= 65535 (got 99999)");
+  EXPECT_EQ(ParseTrainerCommandLine({"--job", "j", "--bogus"}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ParseTrainerCommandLine({"--help"})->trainer.help);
+  const std::string usage = TrainerCommandLineUsage();
+  for (const char* flag :
+       {"--job", "--steps", "--output-dir", "--device", "--stop-after-steps", "--no-metrics-server",
+        "--nnodes", "--node-rank", "--master", "--profile", "--out"}) {
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag << " missing from\n" << usage;
+  }
+}
+
+TEST(CheckOutputDirUsable, AcceptsADirectoryOrAPathToCreateAndRefusesAFile) {
+  const fs::path dir = fs::temp_directory_path() / ("skrull_outdir_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "file") << "x";
+  EXPECT_TRUE(CheckOutputDirUsable(dir.string(), "o").ok());
+  EXPECT_TRUE(CheckOutputDirUsable((dir / "new/deeper").string(), "o").ok());
+  Status s = CheckOutputDirUsable((dir / "file").string(), "spec.training.outputDir");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "spec.training.outputDir: " + (dir / "file").string() +
+                             " is a file, not a directory; name a directory (it is created when "
+                             "missing) or move the file away");
+  EXPECT_EQ(CheckOutputDirUsable((dir / "file/sub").string(), "o").code(),
+            StatusCode::kInvalidArgument);
+  fs::remove_all(dir);
 }
 
 }  // namespace

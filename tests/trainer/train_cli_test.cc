@@ -56,16 +56,50 @@ TEST(TrainerFlags, ParsesEveryFlagInBothForms) {
   EXPECT_FALSE(f->serve_metrics);
 }
 
+// CLI11's messages, each naming the flag.
 TEST(TrainerFlags, ErrorsNameTheFlag) {
-  EXPECT_EQ(ParseTrainerFlags({}).status().message(),
-            "--job: required (the SkrullJob YAML to train)");
+  EXPECT_EQ(ParseTrainerFlags({}).status().message(), "--job is required");
   EXPECT_EQ(ParseTrainerFlags({"--job", "j", "--steps", "0"}).status().message(),
-            "--steps: must be an integer >= 1 (got '0')");
+            "--steps: Value 0 not in range 1 to 9223372036854775807");
   EXPECT_EQ(ParseTrainerFlags({"--job", "j", "--steps"}).status().message(),
-            "--steps: needs a value");
+            "--steps: 1 required N missing");
+  EXPECT_EQ(ParseTrainerFlags({"--job", "j", "--steps", "x"}).status().code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseTrainerFlags({"--job", "j", "--frobnicate"}).status().message(),
-            "unknown argument '--frobnicate'; see --help");
+            "The following argument was not expected: --frobnicate");
+  EXPECT_EQ(ParseTrainerFlags({"--job", "j", "--output-dir="}).status().message(),
+            "--output-dir: 1 required DIR missing");
+  EXPECT_EQ(ParseTrainerFlags({"--job", "j", "--output-dir", ""}).status().message(),
+            "--output-dir: must not be empty");
   EXPECT_TRUE(ParseTrainerFlags({"--help"})->help);
+  EXPECT_TRUE(ParseTrainerFlags({"-h"})->help);
+}
+
+TEST(TrainerFlags, ToArgsParsesBackToTheSameFlags) {
+  TrainerFlags f;
+  f.job_file = "j.yaml";
+  f.steps = 9;
+  f.output_dir = "o";
+  f.device = "cuda:1";
+  f.stop_after_steps = 4;
+  f.serve_metrics = false;
+  StatusOr<TrainerFlags> back = ParseTrainerFlags(TrainerFlagsToArgs(f));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->job_file, "j.yaml");
+  EXPECT_EQ(back->steps, 9);
+  EXPECT_EQ(back->output_dir, "o");
+  EXPECT_EQ(back->device, "cuda:1");
+  EXPECT_EQ(back->stop_after_steps, 4);
+  EXPECT_FALSE(back->serve_metrics);
+  TrainerFlags defaults;
+  defaults.job_file = "j.yaml";
+  back = ParseTrainerFlags(TrainerFlagsToArgs(defaults));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->steps.has_value());
+  EXPECT_EQ(back->output_dir, "");
+  EXPECT_EQ(back->device, "auto");
+  EXPECT_EQ(back->stop_after_steps, 0);
+  EXPECT_TRUE(back->serve_metrics);
 }
 
 TEST(TrainerFlags, ExitCodesSeparateBadInputFromFailures) {
@@ -80,8 +114,46 @@ TEST(TrainerFlags, ExitCodesSeparateBadInputFromFailures) {
 TEST(TrainerBinary, MissingJobFlagExits2WithUsage) {
   Outcome o = RunTrainer("");
   EXPECT_EQ(o.exit_code, 2) << o.output;
-  EXPECT_TRUE(Contains(o.output, "--job: required")) << o.output;
-  EXPECT_TRUE(Contains(o.output, "usage: skrull-trainer")) << o.output;
+  EXPECT_TRUE(Contains(o.output, "--job is required")) << o.output;
+  EXPECT_TRUE(Contains(o.output, "Usage: skrull-trainer")) << o.output;
+}
+
+TEST(TrainerBinary, AnUnknownFlagExits2NamingIt) {
+  Outcome o = RunTrainer("--job j.yaml --frobnicate");
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_TRUE(Contains(o.output, "--frobnicate")) << o.output;
+}
+
+// Issue 17, defect 10d: an outputDir naming a regular file exited 1.
+TEST(TrainerBinary, OutputDirNamingAFileExits2NamingTheField) {
+  TempDir dir;
+  const std::string job = WriteJob(dir, JobFiles{});  // outputDir: out
+  WriteText(dir / "out", "a file, not a directory\n");
+  Outcome o = RunTrainer("--job " + job);
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_TRUE(Contains(o.output, job + ": spec.training.outputDir: " + dir / "out" +
+                                     " is a file, not a directory; name a directory"))
+      << o.output;
+  o = RunTrainer("--job " + job + " --output-dir " + (dir / "out/sub"));
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_TRUE(Contains(
+      o.output, "--output-dir: " + dir / "out/sub" + ": its parent " + dir / "out" + " is a file"))
+      << o.output;
+}
+
+// Issue 17, defect 10e: the node flags were ignored by a one-process job.
+TEST(TrainerBinary, NodeFlagsTheJobDoesNotHaveExit2NamingThem) {
+  TempDir dir;
+  const std::string job = WriteJob(dir, JobFiles{});  // nodes: 1
+  Outcome o = RunTrainer("--job " + job + " --nnodes 2 --node-rank 5");
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_TRUE(Contains(o.output, "--nnodes 2: disagrees with " + job)) << o.output;
+  EXPECT_TRUE(Contains(o.output, "--node-rank 5: must be < spec.parallelism.nodes (1)"))
+      << o.output;
+  EXPECT_FALSE(Contains(o.output, "step 1/")) << o.output;
+  o = RunTrainer("--job " + job + " --node-rank 1");
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_TRUE(Contains(o.output, "--node-rank 1: must be <")) << o.output;
 }
 
 TEST(TrainerBinary, MissingJobFileExits2NamingIt) {

@@ -50,15 +50,8 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
   SKRULL_CHECK(rank.dp_rank == layout.dp_rank && rank.cp_rank == layout.cp_rank)
       << "trainer and dist disagree on " << layout.Describe();
 
-  RendezvousOptions ro;
-  ro.master_addr = env.master_addr;
-  ro.master_port = env.master_port;
-  ro.timeout = std::chrono::seconds(env.rendezvous_timeout_seconds);
-  ro.gloo_interface = env.gloo_interface;
-  // NCCL only when this build has it and the job asks for GPUs.
-  ro.backend = NcclAvailable() && job.resources.gpus_per_proc > 0 && options.trainer.device != "cpu"
-                   ? CommBackend::kNccl
-                   : CommBackend::kGloo;
+  const RendezvousOptions ro =
+      RendezvousOptionsFor(env, TrainingBackend(job, options.trainer.device));
   SKRULL_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroups> groups, ProcessGroups::Create(layout, ro));
 
   C10dCollectives collectives(&groups->world(), options.collectives);

@@ -50,36 +50,6 @@ StatusOr<int> ParseFlagInt(const std::string& flag, const std::string& text, int
   return static_cast<int>(v);
 }
 
-// "host:port" or "host" (port unset). IPv6 literals use "[::1]:port".
-Status ParseMaster(const std::string& text, NodeFlags* flags) {
-  std::string host = text;
-  std::string port;
-  if (!text.empty() && text[0] == '[') {
-    auto close = text.find(']');
-    if (close == std::string::npos)
-      return InvalidArgumentError("--master: unclosed '[' in '" + text + "'");
-    host = text.substr(1, close - 1);
-    if (close + 1 < text.size()) {
-      if (text[close + 1] != ':')
-        return InvalidArgumentError("--master: expected HOST[:PORT], got '" + text + "'");
-      port = text.substr(close + 2);
-    }
-  } else if (auto colon = text.rfind(':'); colon != std::string::npos) {
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  if (host.empty())
-    return InvalidArgumentError("--master: empty host in '" + text + "'; use HOST[:PORT]");
-  flags->master_addr = host;
-  if (!port.empty()) {
-    SKRULL_ASSIGN_OR_RETURN(int p, ParseFlagInt("--master port", port, 1));
-    if (p > 65535)
-      return InvalidArgumentError("--master: port must be <= 65535 (got " + port + ")");
-    flags->master_port = p;
-  }
-  return OkStatus();
-}
-
 std::string DefaultRunId() {
   auto now = std::chrono::system_clock::now().time_since_epoch();
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now).count()) + "-" +
@@ -163,41 +133,78 @@ std::string RankLogPath(const std::string& output_dir, int rank) {
   return output_dir + "/logs/rank-" + std::to_string(rank) + ".log";
 }
 
-StatusOr<NodeFlags> ExtractNodeFlags(std::vector<std::string>* args) {
-  NodeFlags flags;
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args->size(); ++i) {
-    const std::string& a = (*args)[i];
-    std::string name = a;
-    std::optional<std::string> value;
-    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
+Status ParseMasterFlag(const std::string& text, NodeFlags* flags) {
+  std::string host = text;
+  std::string port;
+  if (!text.empty() && text[0] == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos)
+      return InvalidArgumentError("--master: unclosed '[' in '" + text + "'");
+    host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':')
+        return InvalidArgumentError("--master: expected HOST[:PORT], got '" + text + "'");
+      port = text.substr(close + 2);
     }
-    if (name != "--nnodes" && name != "--node-rank" && name != "--master") {
-      rest.push_back(a);
-      continue;
-    }
-    if (!value) {
-      if (i + 1 >= args->size()) return InvalidArgumentError(name + ": missing value");
-      value = (*args)[++i];
-    }
-    if (name == "--nnodes") {
-      SKRULL_ASSIGN_OR_RETURN(flags.nnodes, ParseFlagInt(name, *value, 1));
-    } else if (name == "--node-rank") {
-      SKRULL_ASSIGN_OR_RETURN(flags.node_rank, ParseFlagInt(name, *value, 0));
-    } else {
-      SKRULL_RETURN_IF_ERROR(ParseMaster(*value, &flags));
-    }
+  } else if (auto colon = text.rfind(':'); colon != std::string::npos) {
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
   }
-  *args = std::move(rest);
-  return flags;
+  if (host.empty())
+    return InvalidArgumentError("--master: empty host in '" + text + "'; use HOST[:PORT]");
+  flags->master_addr = host;
+  if (!port.empty()) {
+    SKRULL_ASSIGN_OR_RETURN(int p, ParseFlagInt("--master port", port, 1));
+    if (p > 65535)
+      return InvalidArgumentError("--master: port must be <= 65535 (got " + port + ")");
+    flags->master_port = p;
+  }
+  return OkStatus();
+}
+
+Status CheckNodeFlagsAgainstJob(const api::JobSpec& job, const std::string& job_file,
+                                const NodeFlags& flags, const EnvMap& env) {
+  const int nodes = job.parallelism.nodes;
+  const std::string nnodes_name = flags.nnodes ? "--nnodes" : env::kNnodes;
+  const std::string node_rank_name = flags.node_rank ? "--node-rank" : env::kNodeRank;
+  std::vector<std::string> errors;
+  int nnodes = nodes;
+  if (flags.nnodes) {
+    nnodes = *flags.nnodes;
+  } else if (auto v = ParseIntVar(env, env::kNnodes, 1, nodes); v.ok()) {
+    nnodes = *v;
+  } else {
+    errors.push_back(v.status().message());
+  }
+  int node_rank = 0;
+  if (flags.node_rank) {
+    node_rank = *flags.node_rank;
+  } else if (auto v = ParseIntVar(env, env::kNodeRank, 0, 0); v.ok()) {
+    node_rank = *v;
+  } else {
+    errors.push_back(v.status().message());
+  }
+  if (nnodes != nodes) {
+    errors.push_back(nnodes_name + " " + std::to_string(nnodes) + ": disagrees with " + job_file +
+                     ", whose spec.parallelism.nodes is " + std::to_string(nodes) +
+                     "; give the job's node count or change the job");
+  }
+  if (node_rank >= nodes) {
+    errors.push_back(node_rank_name + " " + std::to_string(node_rank) +
+                     ": must be < spec.parallelism.nodes (" + std::to_string(nodes) + ") of " +
+                     job_file + "; this node's rank is 0.." + std::to_string(nodes - 1));
+  }
+  if (errors.empty()) return OkStatus();
+  std::string msg;
+  for (size_t i = 0; i < errors.size(); ++i) msg += (i ? "; " : "") + errors[i];
+  return InvalidArgumentError(msg);
 }
 
 StatusOr<LaunchOptions> LaunchOptionsForJob(const api::JobSpec& job, const std::string& job_file,
                                             const NodeFlags& flags, const EnvMap& env,
                                             const std::string& program,
                                             std::vector<std::string> worker_args) {
+  SKRULL_RETURN_IF_ERROR(CheckNodeFlagsAgainstJob(job, job_file, flags, env));
   LaunchOptions o;
   o.job_name = job.name;
   o.job_file = job_file;
@@ -211,15 +218,6 @@ StatusOr<LaunchOptions> LaunchOptionsForJob(const api::JobSpec& job, const std::
   o.node_rank = flags.node_rank.value_or(env_node_rank);
   o.master_addr = flags.master_addr.value_or(GetOr(env, env::kMasterAddr, ""));
   o.master_port = flags.master_port.value_or(env_port);
-  if (o.nnodes != job.parallelism.nodes) {
-    return InvalidArgumentError(
-        "--nnodes " + std::to_string(o.nnodes) + " disagrees with " + job_file +
-        ": spec.parallelism.nodes = " + std::to_string(job.parallelism.nodes));
-  }
-  if (o.node_rank >= o.nnodes) {
-    return InvalidArgumentError("--node-rank must be < --nnodes (" + std::to_string(o.nnodes) +
-                                "), got " + std::to_string(o.node_rank));
-  }
   if (o.nnodes > 1) {
     if (o.master_addr.empty()) {
       return InvalidArgumentError(
@@ -363,6 +361,7 @@ StatusOr<LaunchResult> RunNode(const LaunchOptions& options, ProcessSpawner* spa
       req.env[env::kOmpNumThreads] = std::to_string(omp_threads);
     }
     req.log_path = options.output_dir.empty() ? "" : RankLogPath(options.output_dir, rank);
+    req.truncate_log = true;  // a failure's log tail is this launch's, never an earlier one's
     if (options.echo_output) req.echo_prefix = "[rank " + std::to_string(rank) + "] ";
     auto pid = spawner->Spawn(req);
     if (!pid.ok()) {

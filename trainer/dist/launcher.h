@@ -9,7 +9,8 @@
 //  * forwards SIGINT/SIGTERM/SIGHUP to the ranks;
 //  * fails fast: when a rank dies, the others get SIGTERM, then SIGKILL after
 //    kill_grace; the failure names the rank, its exit code or signal, and the
-//    tail of its log (<outputDir>/logs/rank-<r>.log);
+//    tail of its log (<outputDir>/logs/rank-<r>.log, which holds this
+//    launch's output only: it starts empty);
 //  * aggregates the ranks' summaries (RankSummaryPath) into
 //    <outputDir>/summary.json (summary.node<k>.json on nodes other than 0).
 //
@@ -61,17 +62,27 @@ StatusOr<std::optional<RankEnv>> ParseRankEnv(const EnvMap& env);
 std::string RankSummaryPath(const std::string& output_dir, int rank);
 std::string RankLogPath(const std::string& output_dir, int rank);
 
-// Launcher-only flags, taken out of the argument list so the rest can be
-// passed to the workers unchanged.
+// Launcher-only flags (`--nnodes N`, `--node-rank R`, `--master
+// HOST[:PORT]`); the ranks do not get them. Parsed by skrull-trainer's
+// command line (trainer_main.h).
 struct NodeFlags {
   std::optional<int> nnodes;
   std::optional<int> node_rank;
   std::optional<std::string> master_addr;
   std::optional<int> master_port;
 };
-// Removes `--nnodes N`, `--node-rank R` and `--master HOST[:PORT]` (also the
-// `--flag=value` forms) from `args`.
-StatusOr<NodeFlags> ExtractNodeFlags(std::vector<std::string>* args);
+
+// `--master`'s value: "host:port", "host" (port unset) or "[v6addr]:port".
+// Sets flags->master_addr (and master_port). InvalidArgument naming --master.
+Status ParseMasterFlag(const std::string& text, NodeFlags* flags);
+
+// This node's place in the job, from the node flags or else
+// SKRULL_NNODES / SKRULL_NODE_RANK in `env`: the node count must equal
+// spec.parallelism.nodes and the node rank be below it. InvalidArgument
+// naming the flag (or variable), the job file and the fix; every problem at
+// once.
+Status CheckNodeFlagsAgainstJob(const api::JobSpec& job, const std::string& job_file,
+                                const NodeFlags& flags, const EnvMap& env);
 
 struct LaunchOptions {
   std::vector<std::string> worker_argv;  // argv[0] is the program each rank runs

@@ -26,6 +26,21 @@ bool NcclAvailable() {
 #endif
 }
 
+RendezvousOptions RendezvousOptionsFor(const RankEnv& env, CommBackend backend) {
+  RendezvousOptions ro;
+  ro.master_addr = env.master_addr;
+  ro.master_port = env.master_port;
+  ro.timeout = std::chrono::seconds(env.rendezvous_timeout_seconds);
+  ro.gloo_interface = env.gloo_interface;
+  ro.backend = backend;
+  return ro;
+}
+
+CommBackend TrainingBackend(const api::JobSpec& job, const std::string& device) {
+  return NcclAvailable() && job.resources.gpus_per_proc > 0 && device != "cpu" ? CommBackend::kNccl
+                                                                               : CommBackend::kGloo;
+}
+
 std::string Group::Describe() const {
   return name + " rank " + std::to_string(rank) + "/" + std::to_string(size) + " (global rank " +
          std::to_string(global_rank) + ", " + CommBackendName(backend) + ")";

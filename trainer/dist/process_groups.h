@@ -33,7 +33,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "api/job_spec.h"
 #include "common/status.h"
+#include "trainer/dist/launcher.h"
 #include "trainer/dist/rank_layout.h"
 
 namespace skrull::dist {
@@ -98,6 +100,14 @@ struct RendezvousOptions {
   // reached by for loopback masters, else the host name's address).
   std::string gloo_interface;
 };
+
+// The one place rendezvous options are built: master address and port,
+// timeout and Gloo interface from the rank's environment, and `backend`.
+RendezvousOptions RendezvousOptionsFor(const RankEnv& env, CommBackend backend);
+
+// The backend training uses: NCCL when this build has it, the job asks for
+// GPUs (spec.resources.gpusPerProc > 0) and `device` is not "cpu"; else Gloo.
+CommBackend TrainingBackend(const api::JobSpec& job, const std::string& device);
 
 class ProcessGroups {
  public:

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,7 +118,8 @@ StatusOr<Pid> PosixProcessSpawner::Spawn(const SpawnRequest& request) {
     std::error_code ec;
     auto parent = std::filesystem::path(request.log_path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    child->log_fd = open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const int mode = request.truncate_log ? O_TRUNC : O_APPEND;
+    child->log_fd = open(request.log_path.c_str(), O_WRONLY | O_CREAT | mode | O_CLOEXEC, 0644);
     if (child->log_fd < 0) {
       return IoError("cannot open worker log " + request.log_path + ": " + std::strerror(errno));
     }
@@ -141,6 +143,7 @@ StatusOr<Pid> PosixProcessSpawner::Spawn(const SpawnRequest& request) {
   argv.push_back(nullptr);
   const bool has_slash = request.argv[0].find('/') != std::string::npos;
   const std::string exec_error = "skrull launcher: cannot exec " + request.argv[0] + "\n";
+  const pid_t spawner_pid = getpid();
 
   pid_t pid = fork();
   if (pid < 0) {
@@ -152,6 +155,10 @@ StatusOr<Pid> PosixProcessSpawner::Spawn(const SpawnRequest& request) {
     return IoError(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    // Die with the spawner. The parent may have died between fork and prctl
+    // (then no signal comes and the child was reparented): check after.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != spawner_pid) raise(SIGKILL);
     setpgid(0, 0);
     sigset_t empty;
     sigemptyset(&empty);

@@ -2,6 +2,13 @@
 // worker processes. PosixProcessSpawner uses fork/exec; FakeProcessSpawner
 // (in-memory, scripted) ships with the library for tests.
 //
+// Workers die with their spawner's process: a PosixProcessSpawner child gets
+// SIGKILL when the thread that spawned it ends (PR_SET_PDEATHSIG), including
+// by `kill -9` of the launcher, so no rank is left training with nobody
+// watching it (holding its ports, writing checkpoints, its output going
+// nowhere). Spawn from a thread that lives as long as its children (the
+// launcher's main loop).
+//
 // Thread safety: an instance is used by one thread (the launcher loop).
 #ifndef SKRULL_TRAINER_DIST_PROCESS_SPAWNER_H_
 #define SKRULL_TRAINER_DIST_PROCESS_SPAWNER_H_
@@ -23,7 +30,10 @@ using Pid = int64_t;
 struct SpawnRequest {
   std::vector<std::string> argv;           // argv[0] is the program (a path or a name on PATH)
   std::map<std::string, std::string> env;  // the child's complete environment
-  std::string log_path;                    // stdout and stderr are appended here ("" = inherit)
+  std::string log_path;                    // stdout and stderr go here ("" = inherit)
+  // false: output is appended to log_path; true: log_path starts empty, so it
+  // holds this process's output only (a run's own log).
+  bool truncate_log = false;
   // When non-empty, every output line is also written to this process's
   // stderr with this prefix ("[rank 1] ").
   std::string echo_prefix;
@@ -57,7 +67,9 @@ class ProcessSpawner {
 
 // fork/exec. Output goes through a pipe to the log file (and the echo) so a
 // tail can be shown when a rank fails. Children are killed (SIGKILL) when the
-// spawner is destroyed while they still run.
+// spawner is destroyed while they still run, and by the kernel when the
+// spawning thread ends (PR_SET_PDEATHSIG; a child whose parent is already
+// gone when it sets that kills itself before exec).
 class PosixProcessSpawner : public ProcessSpawner {
  public:
   PosixProcessSpawner();

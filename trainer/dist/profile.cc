@@ -233,12 +233,9 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
       SKRULL_ASSIGN_OR_RETURN(
           RankLayout layout, MakeRankLayout(env.rank, env.world_size, job.parallelism.data_parallel,
                                             job.parallelism.context_parallel));
-      RendezvousOptions ro;
-      ro.master_addr = env.master_addr;
-      ro.master_port = env.master_port;
-      ro.timeout = std::chrono::seconds(env.rendezvous_timeout_seconds);
-      ro.gloo_interface = env.gloo_interface;
-      SKRULL_ASSIGN_OR_RETURN(groups, ProcessGroups::Create(layout, ro));
+      // Gloo: MeasureCollective times host tensors.
+      SKRULL_ASSIGN_OR_RETURN(
+          groups, ProcessGroups::Create(layout, RendezvousOptionsFor(env, CommBackend::kGloo)));
       auto barrier = groups->world().pg->barrier();
       SKRULL_C10D_CHECK(groups->world(), "barrier", 0, barrier->wait());
     }

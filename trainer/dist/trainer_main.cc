@@ -3,19 +3,26 @@
 #include <unistd.h>
 
 #include <climits>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "trainer/dist/distributed_trainer.h"
-#include "trainer/dist/launcher.h"
+#include "trainer/dist/env.h"
 #include "trainer/dist/profile.h"
 #include "trainer/train/collectives.h"
 #include "trainer/train/trainer.h"
-#include "trainer/train/trainer_cli.h"
 
 namespace skrull::dist {
 namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMultiNodeGroup[] = "One node of a multi-node job (the launcher's flags)";
+constexpr char kProfileGroup[] = "Offline profiling (measure memory, compute, collectives)";
 
 int Fail(const Status& status) {
   std::cerr << "skrull-trainer: " << status.message() << std::endl;
@@ -29,81 +36,128 @@ std::string SelfExecutable(const char* argv0) {
   return argv0;
 }
 
-// Removes `--name` (a switch) from args; true when it was there.
-bool TakeSwitch(std::vector<std::string>* args, const std::string& name) {
-  bool found = false;
-  std::vector<std::string> rest;
-  for (auto& a : *args) {
-    if (a == name) {
-      found = true;
-    } else {
-      rest.push_back(a);
-    }
-  }
-  *args = std::move(rest);
-  return found;
+void AddCommandLine(CLI::App* app, TrainerCommandLine* cl) {
+  train::AddTrainerFlags(app, &cl->trainer);
+  app->add_option_function<int>(
+         "--nnodes", [cl](const int& n) { cl->node.nnodes = n; },
+         "nodes in the job (must equal spec.parallelism.nodes)")
+      ->check(CLI::Range(1, 1 << 30).description(""))
+      ->type_name("N")
+      ->group(kMultiNodeGroup);
+  app->add_option_function<int>(
+         "--node-rank", [cl](const int& r) { cl->node.node_rank = r; }, "this node's rank, 0..N-1")
+      ->check(CLI::Range(0, 1 << 30).description(""))
+      ->type_name("R")
+      ->group(kMultiNodeGroup);
+  app->add_option_function<std::string>(
+         "--master",
+         [cl](const std::string& text) {
+           Status s = ParseMasterFlag(text, &cl->node);
+           if (!s.ok()) throw CLI::ValidationError(s.message());
+         },
+         "node 0's rendezvous address (port 29500 when omitted)")
+      ->type_name("HOST[:PORT]")
+      ->group(kMultiNodeGroup);
+  app->add_flag("--profile", cl->profile, "profile this machine for the job instead of training")
+      ->group(kProfileGroup);
+  app->add_option("--out", cl->profile_out, "where --profile writes its JSON")
+      ->type_name("FILE")
+      ->group(kProfileGroup);
 }
 
-// Removes `--name VALUE` / `--name=VALUE`; InvalidArgument without a value.
-StatusOr<std::string> TakeValue(std::vector<std::string>* args, const std::string& name) {
-  std::string value;
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args->size(); ++i) {
-    const std::string& a = (*args)[i];
-    if (a == name) {
-      if (i + 1 >= args->size()) return InvalidArgumentError(name + ": missing value");
-      value = (*args)[++i];
-    } else if (a.rfind(name + "=", 0) == 0) {
-      value = a.substr(name.size() + 1);
-    } else {
-      rest.push_back(a);
-    }
+// The arguments every rank gets: the trainer's flags, not the node flags.
+std::vector<std::string> RankArgs(const TrainerCommandLine& cl) {
+  std::vector<std::string> args = train::TrainerFlagsToArgs(cl.trainer);
+  if (cl.profile) {
+    args.push_back("--profile");
+    if (!cl.profile_out.empty()) args.insert(args.end(), {"--out", cl.profile_out});
   }
-  *args = std::move(rest);
-  return value;
+  return args;
+}
+
+// The output directories this process or its ranks will create.
+Status CheckOutputDirs(const api::JobSpec& job, const TrainerCommandLine& cl, const EnvMap& env) {
+  if (auto it = env.find(env::kOutputDir); it != env.end() && !it->second.empty()) {
+    SKRULL_RETURN_IF_ERROR(CheckOutputDirUsable(it->second, env::kOutputDir));
+  }
+  if (job.training.output_dir.empty()) return OkStatus();
+  const std::string origin = !cl.trainer.output_dir.empty()
+                                 ? std::string("--output-dir")
+                                 : cl.trainer.job_file + ": spec.training.outputDir";
+  return CheckOutputDirUsable(job.training.output_dir, origin);
 }
 
 }  // namespace
 
+StatusOr<TrainerCommandLine> ParseTrainerCommandLine(const std::vector<std::string>& args) {
+  TrainerCommandLine cl;
+  CLI::App app("Trains one SkrullJob.", "skrull-trainer");
+  AddCommandLine(&app, &cl);
+  bool help = false;
+  SKRULL_RETURN_IF_ERROR(train::ParseCommandLine(&app, args, &help));
+  if (help) {
+    TrainerCommandLine only_help;
+    only_help.trainer.help = true;
+    return only_help;
+  }
+  return cl;
+}
+
+std::string TrainerCommandLineUsage() {
+  TrainerCommandLine cl;
+  CLI::App app("Trains one SkrullJob.", "skrull-trainer");
+  AddCommandLine(&app, &cl);
+  return app.help();
+}
+
+Status CheckOutputDirUsable(const std::string& dir, const std::string& origin) {
+  std::error_code ec;
+  const fs::path wanted = fs::absolute(dir, ec).lexically_normal();
+  for (fs::path p = wanted; !p.empty(); p = p.parent_path()) {
+    const fs::file_status st = fs::status(p, ec);
+    if (fs::is_directory(st)) return OkStatus();
+    if (fs::exists(st)) {
+      const std::string what = p == wanted ? wanted.string() + " is a file, not a directory"
+                                           : wanted.string() + ": its parent " + p.string() +
+                                                 " is a file, not a directory";
+      return InvalidArgumentError(origin + ": " + what +
+                                  "; name a directory (it is created when missing) or move the "
+                                  "file away");
+    }
+    if (p == p.parent_path()) break;
+  }
+  return OkStatus();
+}
+
 int TrainerMain(int argc, char** argv, char** envp) {
-  std::vector<std::string> args(argv + 1, argv + argc);
   const EnvMap env = EnvironmentToMap(envp);
   const std::string program = SelfExecutable(argv[0]);
 
-  const bool profile = TakeSwitch(&args, "--profile");
-  StatusOr<std::string> profile_out = TakeValue(&args, "--out");
-  if (!profile_out.ok()) return Fail(profile_out.status());
-  StatusOr<NodeFlags> node_flags = ExtractNodeFlags(&args);
-  if (!node_flags.ok()) return Fail(node_flags.status());
-  StatusOr<train::TrainerFlags> flags = train::ParseTrainerFlags(args);
-  if (!flags.ok()) {
-    std::cerr << train::TrainerUsage();
-    return Fail(flags.status());
+  StatusOr<TrainerCommandLine> cl = ParseTrainerCommandLine({argv + 1, argv + argc});
+  if (!cl.ok()) {
+    std::cerr << TrainerCommandLineUsage();
+    return Fail(cl.status());
   }
-  if (flags->help) {
-    std::cout << train::TrainerUsage()
-              << "\nMulti-process (the job's procsPerNode ranks are launched on this node):\n"
-                 "  --nnodes N --node-rank R --master HOST[:PORT]   one node of a multi-node job\n"
-                 "\nOffline profiling:\n"
-                 "  --profile --job FILE [--out profile.json]       measure memory/compute/"
-                 "collectives\n";
+  if (cl->trainer.help) {
+    std::cout << TrainerCommandLineUsage();
     return train::kExitOk;
   }
-  StatusOr<api::JobSpec> job = train::LoadJobForFlags(*flags);
+  const train::TrainerFlags& flags = cl->trainer;
+  StatusOr<api::JobSpec> job = train::LoadJobForFlags(flags);
   if (!job.ok()) return Fail(job.status());
+  Status checked = CheckNodeFlagsAgainstJob(*job, flags.job_file, cl->node, env);
+  if (checked.ok()) checked = CheckOutputDirs(*job, *cl, env);
+  if (!checked.ok()) return Fail(checked);
 
   StatusOr<std::optional<RankEnv>> rank_env = ParseRankEnv(env);
   if (!rank_env.ok()) return Fail(rank_env.status());
 
-  if (profile) {
+  if (cl->profile) {
     ProfileOptions po;
-    po.out_path = *profile_out;
-    po.device = flags->device;
+    po.out_path = cl->profile_out;
+    po.device = flags.device;
     if (!rank_env->has_value() && job->parallelism.WorldSize() > 1) {
-      std::vector<std::string> rank_args = args;
-      rank_args.push_back("--profile");
-      if (!po.out_path.empty()) rank_args.insert(rank_args.end(), {"--out", po.out_path});
-      return RunLauncherMain(*job, flags->job_file, *node_flags, rank_args, env, program);
+      return RunLauncherMain(*job, flags.job_file, cl->node, RankArgs(*cl), env, program);
     }
     const RankEnv renv = rank_env->has_value() ? **rank_env : RankEnv();
     Status profiled = RunProfileRank(*job, renv, po);
@@ -111,9 +165,9 @@ int TrainerMain(int argc, char** argv, char** envp) {
   }
 
   train::TrainerOptions options;
-  options.device = flags->device;
-  options.stop_after_steps = flags->stop_after_steps;
-  options.serve_metrics = flags->serve_metrics;
+  options.device = flags.device;
+  options.stop_after_steps = flags.stop_after_steps;
+  options.serve_metrics = flags.serve_metrics;
 
   if (!rank_env->has_value()) {
     if (job->parallelism.WorldSize() == 1) {
@@ -124,8 +178,8 @@ int TrainerMain(int argc, char** argv, char** envp) {
       StatusOr<train::TrainSummary> summary = train::RunTrainer(*job, *rank, &collectives, options);
       return summary.ok() ? train::kExitOk : Fail(summary.status());
     }
-    // Ranks re-read the job file with the same flags, minus the node flags.
-    return RunLauncherMain(*job, flags->job_file, *node_flags, args, env, program);
+    // Ranks re-read the job file with the same trainer flags.
+    return RunLauncherMain(*job, flags.job_file, cl->node, RankArgs(*cl), env, program);
   }
 
   const RankEnv& renv = **rank_env;

@@ -1,78 +1,94 @@
 #include "trainer/train/trainer_cli.h"
 
-#include <cerrno>
-#include <cstdlib>
 #include <filesystem>
+#include <limits>
+
+#include <CLI/CLI.hpp>
 
 namespace skrull::train {
 
 namespace {
 
-StatusOr<int64_t> ParsePositive(const std::string& flag, const std::string& value) {
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || end == nullptr || *end != '\0' || errno != 0 || v < 1) {
-    return InvalidArgumentError(flag + ": must be an integer >= 1 (got '" + value + "')");
-  }
-  return static_cast<int64_t>(v);
+constexpr char kFooter[] =
+    "With procsPerNode > 1 it launches the node's ranks; each rank runs with\n"
+    "SKRULL_RANK set. Exit codes: 0 ok, 2 bad input, 1 other failure.";
+
+const CLI::Validator& AtLeastOne() {
+  // No description, so messages and --help show the type as "N", not the range.
+  static const CLI::Validator range =
+      CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()).description("");
+  return range;
 }
 
 }  // namespace
 
-std::string TrainerUsage() {
-  return "usage: skrull-trainer --job FILE [--steps N] [--output-dir DIR] [--device D]\n"
-         "                      [--stop-after-steps N] [--no-metrics-server]\n"
-         "  --job FILE             SkrullJob YAML (required)\n"
-         "  --steps N              override spec.training.steps\n"
-         "  --output-dir DIR       override spec.training.outputDir\n"
-         "  --device D             auto (default) | cpu | cuda | cuda:N\n"
-         "  --stop-after-steps N   stop after N steps of this run with a checkpoint\n"
-         "                         (resume with spec.training.resumeFrom: latest)\n"
-         "  --no-metrics-server    do not serve Prometheus /metrics\n"
-         "With procsPerNode > 1 it launches the node's ranks; each rank runs with\n"
-         "SKRULL_RANK set. Exit codes: 0 ok, 2 bad input, 1 other failure.\n";
+void AddTrainerFlags(CLI::App* app, TrainerFlags* flags) {
+  app->add_option("--job", flags->job_file, "SkrullJob YAML")->required()->type_name("FILE");
+  app->add_option_function<int64_t>(
+         "--steps", [flags](const int64_t& steps) { flags->steps = steps; },
+         "override spec.training.steps (>= 1)")
+      ->check(AtLeastOne())
+      ->type_name("N");
+  app->add_option("--output-dir", flags->output_dir, "override spec.training.outputDir")
+      ->check([](const std::string& dir) { return dir.empty() ? "must not be empty" : ""; })
+      ->type_name("DIR");
+  app->add_option("--device", flags->device, "auto (default) | cpu | cuda | cuda:N")
+      ->type_name("D");
+  app->add_option("--stop-after-steps", flags->stop_after_steps,
+                  "stop after N >= 1 steps of this run with a checkpoint (resume with "
+                  "spec.training.resumeFrom: latest)")
+      ->check(AtLeastOne())
+      ->type_name("N");
+  app->add_flag_callback(
+      "--no-metrics-server", [flags] { flags->serve_metrics = false; },
+      "do not serve Prometheus /metrics");
+  app->footer(kFooter);
+}
+
+Status ParseCommandLine(CLI::App* app, const std::vector<std::string>& args, bool* help) {
+  *help = false;
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
+  try {
+    app->parse(reversed);
+  } catch (const CLI::Success&) {  // --help
+    *help = true;
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgumentError(e.what());
+  }
+  return OkStatus();
 }
 
 StatusOr<TrainerFlags> ParseTrainerFlags(const std::vector<std::string>& args) {
   TrainerFlags f;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::optional<std::string> inline_value;
-    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      inline_value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    }
-    auto value = [&]() -> StatusOr<std::string> {
-      if (inline_value.has_value()) return *inline_value;
-      if (i + 1 >= args.size()) return InvalidArgumentError(flag + ": needs a value");
-      return args[++i];
-    };
-    if (flag == "--help" || flag == "-h") {
-      f.help = true;
-    } else if (flag == "--job") {
-      SKRULL_ASSIGN_OR_RETURN(f.job_file, value());
-    } else if (flag == "--steps") {
-      SKRULL_ASSIGN_OR_RETURN(std::string v, value());
-      SKRULL_ASSIGN_OR_RETURN(f.steps, ParsePositive(flag, v));
-    } else if (flag == "--output-dir") {
-      SKRULL_ASSIGN_OR_RETURN(f.output_dir, value());
-      if (f.output_dir.empty()) return InvalidArgumentError("--output-dir: must not be empty");
-    } else if (flag == "--device") {
-      SKRULL_ASSIGN_OR_RETURN(f.device, value());
-    } else if (flag == "--stop-after-steps") {
-      SKRULL_ASSIGN_OR_RETURN(std::string v, value());
-      SKRULL_ASSIGN_OR_RETURN(f.stop_after_steps, ParsePositive(flag, v));
-    } else if (flag == "--no-metrics-server") {
-      f.serve_metrics = false;
-    } else {
-      return InvalidArgumentError("unknown argument '" + args[i] + "'; see --help");
-    }
-  }
-  if (!f.help && f.job_file.empty()) {
-    return InvalidArgumentError("--job: required (the SkrullJob YAML to train)");
+  CLI::App app("Trains one SkrullJob.", "skrull-trainer");
+  AddTrainerFlags(&app, &f);
+  bool help = false;
+  SKRULL_RETURN_IF_ERROR(ParseCommandLine(&app, args, &help));
+  if (help) {
+    TrainerFlags only_help;
+    only_help.help = true;
+    return only_help;
   }
   return f;
+}
+
+std::vector<std::string> TrainerFlagsToArgs(const TrainerFlags& flags) {
+  std::vector<std::string> args = {"--job", flags.job_file};
+  if (flags.steps) args.insert(args.end(), {"--steps", std::to_string(*flags.steps)});
+  if (!flags.output_dir.empty()) args.insert(args.end(), {"--output-dir", flags.output_dir});
+  args.insert(args.end(), {"--device", flags.device});
+  if (flags.stop_after_steps > 0) {
+    args.insert(args.end(), {"--stop-after-steps", std::to_string(flags.stop_after_steps)});
+  }
+  if (!flags.serve_metrics) args.push_back("--no-metrics-server");
+  return args;
+}
+
+std::string TrainerUsage() {
+  TrainerFlags f;
+  CLI::App app("Trains one SkrullJob.", "skrull-trainer");
+  AddTrainerFlags(&app, &f);
+  return app.help();
 }
 
 StatusOr<api::JobSpec> LoadJobForFlags(const TrainerFlags& flags) {

@@ -3,6 +3,9 @@
 //   skrull-trainer --job FILE [--steps N] [--output-dir DIR] [--device D]
 //                  [--stop-after-steps N] [--no-metrics-server]
 //
+// Flags are parsed with CLI11 ("--flag value" and "--flag=value"); a bad flag
+// is InvalidArgument with CLI11's message, which names the flag.
+//
 // Exit codes: 0 success; 2 bad input (flags, job file, model config, weights,
 // data, checkpoints: the message names the file, field and fix); 1 any other
 // failure (I/O, a libtorch error, a peer rank).
@@ -16,6 +19,10 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace skrull::train {
 
@@ -33,10 +40,26 @@ struct TrainerFlags {
   bool help = false;             // --help / -h
 };
 
-// Parses the arguments after the program name ("--flag value" and
-// "--flag=value"). InvalidArgument naming the flag and the fix.
+// Declares the trainer's flags on `app`, stored into `*flags` when `app`
+// parses (other binaries' Apps add more flags next to these). --job is
+// required unless --help is given. `flags` must outlive the parse.
+void AddTrainerFlags(CLI::App* app, TrainerFlags* flags);
+
+// Parses `args` (the arguments after the program name) with `app`, which
+// must declare -h/--help (CLI11's default). Sets *help when --help was given
+// (nothing else is checked then). InvalidArgument with CLI11's message.
+Status ParseCommandLine(CLI::App* app, const std::vector<std::string>& args, bool* help);
+
+// Parses the arguments after the program name. `--help` sets help (and
+// skips the other checks). InvalidArgument with CLI11's message, which names
+// the flag: "--steps: Value 0 not in range [1 - ...]".
 StatusOr<TrainerFlags> ParseTrainerFlags(const std::vector<std::string>& args);
 
+// Arguments that parse back to `flags` (help aside); the launcher gives them
+// to every rank.
+std::vector<std::string> TrainerFlagsToArgs(const TrainerFlags& flags);
+
+// The --help text of the trainer's flags.
 std::string TrainerUsage();
 
 // Loads flags.job_file and applies --steps and --output-dir (a relative

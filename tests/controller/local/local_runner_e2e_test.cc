@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "common/file_util.h"
@@ -42,13 +44,21 @@ std::string SourcePath(const std::string& path) {
       .string();
 }
 
-// Runs a program to completion through the same spawner the runner uses.
-StatusOr<dist::ProcessExit> RunToCompletion(const std::vector<std::string>& argv,
-                                            const std::string& log) {
+// The file's text, or why it could not be read.
+std::string TextOf(const std::string& path) {
+  StatusOr<std::string> text = ReadFileToString(path);
+  return text.ok() ? *text : text.status().ToString();
+}
+
+// Runs a program to completion through the same spawner the runner uses,
+// with this process's environment unless `env` is given.
+StatusOr<dist::ProcessExit> RunToCompletion(
+    const std::vector<std::string>& argv, const std::string& log,
+    std::optional<std::map<std::string, std::string>> env = std::nullopt) {
   dist::PosixProcessSpawner spawner;
   dist::SpawnRequest req;
   req.argv = argv;
-  req.env = dist::EnvironmentToMap(environ);
+  req.env = env ? *env : dist::EnvironmentToMap(environ);
   req.log_path = log;
   SKRULL_ASSIGN_OR_RETURN(dist::Pid pid, spawner.Spawn(req));
   (void)pid;
@@ -152,6 +162,43 @@ TEST(LocalRunnerEndToEnd, TheSecondRunTrainsWithTheTunedBucketSize) {
   EXPECT_EQ(h["runs"][0]["decision"]["recommended_bucket_size_tokens"], tuned);
   EXPECT_EQ(h["runs"][1]["bucket_size_tokens"], tuned);
   EXPECT_GT(h["runs"][1]["tokens_per_second"].get<double>(), 0);
+}
+
+// Issue 17, defect 7a: `build/bin/skrull-controller run JOB.yaml`, as in the
+// README, said "cannot exec skrull-trainer" unless build/bin was on PATH.
+TEST(LocalRunnerEndToEnd, TheControllerFindsTheTrainerBesideItselfWithoutPath) {
+  TempDir dir;
+  const std::string controller = BinDir() + "/skrull-controller";
+  ASSERT_EQ(::access(controller.c_str(), X_OK), 0) << controller << " is missing";
+  // The trainer starts, finds no data and exits 2 saying so.
+  WriteText(dir / "job.yaml",
+            "apiVersion: skrull.io/v1alpha1\nkind: SkrullJob\nmetadata: {name: beside}\nspec:\n"
+            "  model: {config: " +
+                SourcePath("examples/models/tiny/config.json") +
+                "}\n"
+                "  data: {path: no-such-data.jsonl, format: tokenized-jsonl}\n"
+                "  parallelism: {nodes: 1, procsPerNode: 1, dataParallel: 1, contextParallel: 1}\n"
+                "  scheduler: {bucketSize: 1024}\n"
+                "  training: {steps: 1, outputDir: out}\n"
+                "  metrics: {port: 0}\n");
+  const std::map<std::string, std::string> env = {{"PATH", "/usr/bin:/bin"},
+                                                  {"HOME", dir.path().string()}};
+  StatusOr<dist::ProcessExit> run =
+      RunToCompletion({controller, "run", dir / "job.yaml"}, dir / "controller.log", env);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const std::string log = TextOf(dir / "controller.log");
+  EXPECT_EQ(log.find("cannot exec"), std::string::npos) << log;
+  EXPECT_NE(log.find("no-such-data.jsonl"), std::string::npos) << log;
+
+  // A --trainer that cannot be the trainer is refused before any run.
+  run = RunToCompletion({controller, "run", dir / "job.yaml", "--trainer", dir.path().string()},
+                        dir / "dir.log", env);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->exit_code, 2);
+  const std::string dir_log = TextOf(dir / "dir.log");
+  EXPECT_NE(dir_log.find("--trainer " + dir.path().string() + ": is a directory"),
+            std::string::npos)
+      << dir_log;
 }
 
 }  // namespace

@@ -71,6 +71,7 @@ TEST(LocalRunner, RunsTheTrainerOnTheDerivedJobAndReportsSuccess) {
   EXPECT_EQ(spawn.env.at(dist::env::kOutputDir), dir / "out/run-1");
   EXPECT_EQ(spawn.env.at("PATH"), "/usr/bin");
   EXPECT_EQ(spawn.log_path, dir / "out/run-1/launcher.log");
+  EXPECT_TRUE(spawn.truncate_log);  // launcher.log holds this run's output only
   EXPECT_EQ(spawn.echo_prefix, "");
 }
 
@@ -154,6 +155,34 @@ TEST(LocalRunner, AFailureWithoutASummaryQuotesTheLaunchersLastLine) {
   EXPECT_FALSE(r->died_of_memory);
   EXPECT_EQ(r->reason, "skrull-trainer ended with exit code 2 (log " + dir / "out/launcher.log" +
                            "): skrull-trainer: data/train.jsonl: no such file");
+}
+
+// Issue 17, defect 7b: a run whose --trainer named a directory, then a run of
+// /bin/false into the same directory. The second run's reason must not quote
+// the first run's "cannot exec".
+TEST(LocalRunner, ReportsOnlyThisRunsLauncherOutputAfterAnEarlierFailedRun) {
+  TempDir dir;
+  const api::JobSpec job = WriteJob(dir, 8192);
+  dist::PosixProcessSpawner spawner;
+  LocalRunnerOptions o = Options();
+  o.env = {{"PATH", "/usr/bin:/bin"}};
+  o.trainer_args.clear();
+  o.trainer_binary = dir.path().string();  // a directory: the child cannot exec it
+  StatusOr<RunResult> first = RunOnce(job, &spawner, dir / "out", o, 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->exit_code, 127);
+  EXPECT_NE(first->reason.find("cannot exec " + dir.path().string()), std::string::npos)
+      << first->reason;
+
+  o.trainer_binary = "/bin/false";  // exits 1 and says nothing
+  StatusOr<RunResult> second = RunOnce(job, &spawner, dir / "out", o, 2);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->exit_code, 1);
+  EXPECT_EQ(second->reason,
+            "skrull-trainer ended with exit code 1 (log " + dir / "out/launcher.log" + ")");
+  StatusOr<std::string> log = ReadFileToString(dir / "out/launcher.log");
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(*log, "");
 }
 
 TEST(LocalRunner, ForwardsAnInterruptToTheProcessGroupOnce) {
