@@ -123,6 +123,10 @@ std::string OutputDirOf(const JobSpec& spec) {
   return "runs/" + (spec.name.empty() ? std::string("job") : spec.name);
 }
 
+std::string MetricsAddressOf(const JobSpec& spec) {
+  return spec.metrics.address.empty() ? kLocalMetricsAddress : spec.metrics.address;
+}
+
 void ApplyDefaults(JobSpec* spec) {
   const JobSpec defaults;
   if (spec->namespace_name.empty()) spec->namespace_name = defaults.namespace_name;

@@ -71,9 +71,9 @@ inline constexpr int64_t kMaxSteps = 2147483647;  // steps and the other step co
 // runPolicy durations: Kubernetes' own fields of this kind are 32-bit.
 inline constexpr int64_t kMaxSeconds = 2147483647;
 // spec.data.maxLineBytes: default and range.
-inline constexpr int64_t kDefaultMaxLineBytes = int64_t{64} << 20;  // 64 MiB
-inline constexpr int64_t kMinMaxLineBytes = int64_t{1} << 10;       // 1 KiB
-inline constexpr int64_t kMaxMaxLineBytes = int64_t{4} << 30;       // 4 GiB
+inline constexpr int64_t kDefaultMaxLineBytes = int64_t{64} << 20;   // 64 MiB
+inline constexpr int64_t kMinMaxLineBytes = int64_t{1} << 10;        // 1 KiB
+inline constexpr int64_t kMaxMaxLineBytes = (int64_t{4} << 30) - 1;  // 4 GiB - 1 (32-bit index)
 
 struct LoraSpec {
   int rank = 16;        // r, >= 1
@@ -290,6 +290,15 @@ void ApplyDefaults(JobSpec* spec);
 // paths stay relative. The one place that default is spelled: ApplyDefaults
 // and every runner that takes a spec built in code use it.
 std::string OutputDirOf(const JobSpec& spec);
+
+// Where /metrics listens when spec.metrics.address is empty: a local run on
+// loopback only; the controller writes kPodMetricsAddress into the job its
+// pods run, so Prometheus can scrape them.
+inline constexpr char kLocalMetricsAddress[] = "127.0.0.1";
+inline constexpr char kPodMetricsAddress[] = "0.0.0.0";
+
+// spec.metrics.address, or kLocalMetricsAddress when empty.
+std::string MetricsAddressOf(const JobSpec& spec);
 
 // The image tag a defaulted spec gets: this build's version ("0.1.0").
 const char* DefaultImageTag();

@@ -1,6 +1,9 @@
 #include "api/yaml_reader.h"
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+
+#include <sstream>
 
 #include <algorithm>
 #include <charconv>
@@ -79,7 +82,54 @@ bool FitsExpansionBudget(const YAML::Node& node, int64_t* budget) {
   return *budget >= 0;
 }
 
+// Records where each document starts: one that starts where the previous
+// one did means the parser made no progress.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  bool stuck() const { return stuck_; }
+  int documents() const { return documents_; }
+  const YAML::Mark& last() const { return last_; }
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    stuck_ |= documents_ > 0 && mark.pos == last_.pos;
+    last_ = mark;
+    ++documents_;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  YAML::Mark last_;
+  int documents_ = 0;
+  bool stuck_ = false;
+};
+
 }  // namespace
+
+StatusOr<int> CountYamlDocuments(const std::string& text, const std::string& origin,
+                                 int max_documents) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  while (starts.documents() <= max_documents && parser.HandleNextDocument(starts)) {
+    if (starts.stuck()) {
+      const char c = starts.last().pos >= 0 && static_cast<size_t>(starts.last().pos) < text.size()
+                         ? text[static_cast<size_t>(starts.last().pos)]
+                         : '?';
+      return InvalidArgumentError(Where(origin, starts.last()) + ": invalid YAML: unexpected '" +
+                                  std::string(1, c) + "' outside a flow collection");
+    }
+  }
+  return starts.documents();
+}
 
 StatusOr<YAML::Node> LoadYamlDocument(const std::string& text, const std::string& origin) {
   if (text.size() > kMaxDocumentBytes) {
@@ -87,9 +137,19 @@ StatusOr<YAML::Node> LoadYamlDocument(const std::string& text, const std::string
                                 " bytes; a SkrullJob may be at most " +
                                 std::to_string(kMaxDocumentBytes) + " bytes (512 KiB)");
   }
-  std::vector<YAML::Node> docs;
+  YAML::Node doc;
   try {
-    docs = YAML::LoadAll(text);
+    // Counted first: YAML::LoadAll can loop forever (CountYamlDocuments).
+    constexpr int kMaxCounted = 64;
+    SKRULL_ASSIGN_OR_RETURN(const int documents, CountYamlDocuments(text, origin, kMaxCounted));
+    if (documents == 0) return YAML::Node();
+    if (documents > 1) {
+      const std::string found = documents > kMaxCounted ? "more than " + std::to_string(kMaxCounted)
+                                                        : std::to_string(documents);
+      return InvalidArgumentError(origin + ": expected one YAML document, found " + found +
+                                  " (separated by ---)");
+    }
+    doc = YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     // Mostly flow nesting: point at its deepest bracket; else (block
     // nesting) yaml-cpp's position is right.
@@ -102,19 +162,14 @@ StatusOr<YAML::Node> LoadYamlDocument(const std::string& text, const std::string
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(Where(origin, e.mark) + ": invalid YAML: " + e.msg);
   }
-  if (docs.empty()) return YAML::Node();
-  if (docs.size() > 1) {
-    return InvalidArgumentError(origin + ": expected one YAML document, found " +
-                                std::to_string(docs.size()) + " (separated by ---)");
-  }
   int64_t budget = ExpansionBudgetBytes(text.size());
-  if (!FitsExpansionBudget(docs.front(), &budget)) {
+  if (!FitsExpansionBudget(doc, &budget)) {
     return InvalidArgumentError(origin + ": YAML aliases expand the document to more than " +
                                 std::to_string(ExpansionBudgetBytes(text.size())) +
                                 " bytes (twice its size plus 64 KiB); write repeated values out "
                                 "instead of aliasing them");
   }
-  return docs.front();
+  return doc;
 }
 
 SourcePos PositionOf(const YAML::Node& node) {

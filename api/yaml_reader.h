@@ -59,6 +59,15 @@ inline int64_t ExpansionBudgetBytes(size_t text_bytes) {
 //   "<origin>: YAML aliases expand the document to more than N bytes ..."
 StatusOr<YAML::Node> LoadYamlDocument(const std::string& text, const std::string& origin);
 
+// The documents in `text`, counted from the parser's events without building
+// them, up to `max_documents` + 1 (it stops there). InvalidArgument
+// "<origin>:<line>:<column>: invalid YAML: unexpected ','..." where the parser
+// makes no progress: yaml-cpp 0.7's LoadAll loops forever, allocating, on a
+// stray flow entry such as the text "," (jbeder/yaml-cpp issue 1040).
+// Throws what yaml-cpp throws for syntax errors (YAML::Exception).
+StatusOr<int> CountYamlDocuments(const std::string& text, const std::string& origin,
+                                 int max_documents);
+
 // "a mapping", "a list" or the quoted scalar: for "expected X, got <this>".
 std::string DescribeValue(const YAML::Node& node);
 

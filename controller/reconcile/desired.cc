@@ -165,7 +165,8 @@ std::string TrainerJobYaml(const api::JobSpec& spec, const JobContext& ctx) {
     s.scheduler.bucket_size_auto = false;
     s.scheduler.bucket_size_tokens = ctx.bucket_size_override_tokens;
   }
-  // TODO(integrator): pods serve /metrics on all addresses: s.metrics.address = "0.0.0.0";
+  // Pods serve /metrics on all addresses unless the job names one.
+  if (s.metrics.address.empty()) s.metrics.address = api::kPodMetricsAddress;
   return api::ToYaml(s);
 }
 

@@ -161,6 +161,13 @@ TEST(OutputDirOf, IsTheWrittenDirOrRunsSlashName) {
   EXPECT_EQ(defaulted.training.output_dir, "runs/my-job");
 }
 
+TEST(MetricsAddressOf, IsLoopbackUnlessTheJobNamesAnAddress) {
+  JobSpec s;
+  EXPECT_EQ(MetricsAddressOf(s), "127.0.0.1");
+  s.metrics.address = "::";
+  EXPECT_EQ(MetricsAddressOf(s), "::");
+}
+
 TEST(LoadJobSpec, ReadsEveryField) {
   JobSpec s = MustLoad(ToYaml(EverythingSet()));
   EXPECT_EQ(s, EverythingSet());

@@ -195,6 +195,22 @@ TEST(JobSpecLimits, ADocumentOver512KibibytesIsRefusedByItsSize) {
                                     " bytes; a SkrullJob may be at most 524288 bytes (512 KiB)");
 }
 
+TEST(JobSpecLimits, AStrayFlowEntryIsAnErrorNotAnEndlessLoop) {
+  // Before: yaml-cpp 0.7's LoadAll looped forever, allocating (found by
+  // fuzz/job_yaml_fuzzer.cc; its inputs are in fuzz/corpus/job_yaml/).
+  for (const std::string text : {",", "a: 1\n,\n", "[1, 2]\n,"}) {
+    Timed t = TimedLoad(text);
+    EXPECT_LT(t.seconds, kMaxSeconds) << text;
+    ASSERT_FALSE(t.status.ok()) << text;
+    EXPECT_NE(t.status.message().find(": invalid YAML: "), std::string::npos) << t.status.message();
+  }
+}
+
+TEST(JobSpecLimits, SeveralDocumentsAreCounted) {
+  EXPECT_EQ(LoadJobSpec("a: 1\n---\nb: 2\n---\nc: 3\n", "x.yaml").status().message(),
+            "x.yaml: expected one YAML document, found 3 (separated by ---)");
+}
+
 TEST(JobSpecLimits, DeepNestingNamesTheDepthAndTheLine) {
   // Before: "invalid YAML: bad file" at line 1, column 1.
   // yaml-cpp says line 1, column 1, or the end of the line; the message
@@ -238,9 +254,9 @@ TEST(JobSpecLimits, SizesAreBoundedNamingTheFieldAndTheRange) {
       {"spec.data.maxLength", "4096M",
        "spec.data.maxLength: must be in 0..2147483647 (got 4294967296)"},
       {"spec.data.maxLineBytes", "1023",
-       "spec.data.maxLineBytes: must be in 1024..4294967296 (got 1023)"},
-      {"spec.data.maxLineBytes", "4294967297",
-       "spec.data.maxLineBytes: must be in 1024..4294967296 (got 4294967297)"},
+       "spec.data.maxLineBytes: must be in 1024..4294967295 (got 1023)"},
+      {"spec.data.maxLineBytes", "4294967296",
+       "spec.data.maxLineBytes: must be in 1024..4294967295 (got 4294967296)"},
       {"spec.parallelism.nodes", "100000",
        "spec.parallelism.nodes: must be in 1..65536 (got 100000)"},
       {"spec.training.steps", "9223372036854775807",

@@ -280,7 +280,7 @@ def check_jobs(c, validator):
         ("spec.metrics.address", "0.0.0.0"),
         ("spec.metrics.address", "::1"),
         ("spec.data.maxLineBytes", 1024),
-        ("spec.data.maxLineBytes", 4294967296),
+        ("spec.data.maxLineBytes", 4294967295),
         ("spec.scheduler.batchSize", 65536),
         ("spec.scheduler.bucketSize", 1073741824),
         ("spec.metrics.pushgateway", "http://pushgateway.monitoring:9091"),
@@ -374,8 +374,8 @@ def check_jobs(c, validator):
         ),
         (
             "spec.data.maxLineBytes",
-            4294967297,
-            "spec.data.maxLineBytes: should be less than or equal to 4294967296",
+            4294967296,
+            "spec.data.maxLineBytes: should be less than or equal to 4294967295",
         ),
         (
             "spec.scheduler.batchSize",

@@ -360,6 +360,8 @@ TEST(Dataset, OptionsFromTheJobSpec) {
   EXPECT_EQ(o.malformed, MalformedPolicy::kSkip);
   EXPECT_EQ(o.vocab_size, 256);
   EXPECT_EQ(o.max_line_bytes, kDefaultMaxLineBytes);  // 64 MiB, spec.data.maxLineBytes' default
+  spec.max_line_bytes = 4096;
+  EXPECT_EQ(DatasetOptionsFromSpec(spec, 256).max_line_bytes, 4096);
 }
 
 }  // namespace

@@ -115,7 +115,7 @@ DatasetOptions DatasetOptionsFromSpec(const api::DataSpec& spec, int32_t vocab_s
   o.vocab_size = vocab_size;
   o.tokenizer = spec.tokenizer;
   o.chat_template = spec.chat_template;
-  // INTEGRATOR (issue 17, api slice): o.max_line_bytes = spec.max_line_bytes;
+  o.max_line_bytes = spec.max_line_bytes;
   return o;
 }
 

@@ -52,8 +52,9 @@ class TextEncoder;
 
 namespace skrull::data {
 
-// Longest line Open reads (DatasetOptions::max_line_bytes): 64 MiB.
-inline constexpr int64_t kDefaultMaxLineBytes = int64_t{64} << 20;
+// Longest line Open reads (DatasetOptions::max_line_bytes): the default of
+// spec.data.maxLineBytes, 64 MiB.
+inline constexpr int64_t kDefaultMaxLineBytes = api::kDefaultMaxLineBytes;
 
 struct DatasetOptions {
   std::string path;  // a .jsonl file

@@ -324,7 +324,7 @@ Status Run::SetupMetrics() {
   mo.cp = job_.parallelism.context_parallel;
   mo.port =
       options_.serve_metrics && job_.metrics.port > 0 ? job_.metrics.port + rank_.local_rank : 0;
-  mo.bind_address = "0.0.0.0";
+  mo.bind_address = api::MetricsAddressOf(job_);
   mo.pushgateway_url = job_.metrics.pushgateway;
   mo.jsonl_path = (fs::path(output_dir_) /
                    (rank_.rank == 0 ? std::string("metrics.jsonl")

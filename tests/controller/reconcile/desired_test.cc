@@ -81,7 +81,25 @@ TEST(BuildDesired, TheConfigMapHoldsTheSpecTheTrainerLoadsBack) {
   EXPECT_EQ(yaml, d->job_yaml);
   StatusOr<api::JobSpec> back = api::LoadJobSpec(yaml, "job.yaml");
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(*back, spec);
+  api::JobSpec expected = spec;
+  expected.metrics.address = api::kPodMetricsAddress;  // pods serve /metrics on all addresses
+  EXPECT_EQ(*back, expected);
+}
+
+TEST(BuildDesired, PodsServeMetricsOnAllAddressesUnlessTheJobNamesOne) {
+  api::JobSpec spec = SpecOf(GpuJob());
+  ASSERT_TRUE(spec.metrics.address.empty());
+  StatusOr<DesiredObjects> d = BuildDesired(spec, JobContext());
+  ASSERT_TRUE(d.ok());
+  StatusOr<api::JobSpec> back = api::LoadJobSpec(d->job_yaml, "job.yaml");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->metrics.address, "0.0.0.0");
+  spec.metrics.address = "10.0.0.7";
+  d = BuildDesired(spec, JobContext());
+  ASSERT_TRUE(d.ok());
+  back = api::LoadJobSpec(d->job_yaml, "job.yaml");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->metrics.address, "10.0.0.7");
 }
 
 TEST(BuildDesired, LaterAttemptsResumeAndUseTheTunedBucketSize) {

@@ -36,6 +36,7 @@
 // reported, so load from other processes on the machine biases no policy.
 #include <unistd.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -49,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
@@ -100,14 +102,68 @@ bool ParseRange(const std::string& v, int* lo, int* hi) {
   return *lo > 0 && *hi >= *lo;
 }
 
-int Usage(const std::string& msg) {
-  std::cerr
-      << "bench_trainer_policies: " << msg
-      << "\nflags: --steps --warmup --dp --cp --policies a,b --samples --batch --short A:B "
-         "--long A:B --long-fraction F --lengths bimodal|DATASET --max-length N "
-         "--bucket N|auto --hardware-profile FILE|measure --hidden --layers --heads --kv-heads "
-         "--threads --repeats --json FILE --keep DIR\n";
+// A flag's value that the flags alone cannot check: the message, exit 2.
+int BadFlag(const std::string& msg) {
+  std::cerr << "bench_trainer_policies: " << msg << " (--help lists the flags)\n";
   return 2;
+}
+
+// Parses the flags into `f`: -1 to go on, else the exit status (0 after
+// --help, 2 for a bad flag, with CLI11's message).
+int ParseFlags(int argc, char** argv, Flags* f) {
+  CLI::App app{"bench_trainer_policies: real training steps under several scheduler policies"};
+  app.add_option("--steps", f->steps, "steps per policy")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--warmup", f->warmup, "steps left out of the timing")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--dp", f->dp, "data-parallel ranks")->check(CLI::Range(1, 64));
+  app.add_option("--cp", f->cp, "context-parallel ranks")->check(CLI::Range(1, 64));
+  app.add_option("--policies", f->policies, "comma-separated policies")->delimiter(',');
+  app.add_option("--samples", f->samples, "data-set size")->check(CLI::Range(1, 1 << 24));
+  app.add_option("--batch", f->batch, "sequences per DP rank per step")
+      ->check(CLI::Range(1, 1 << 16));
+  std::string short_range, long_range, bucket;
+  app.add_option("--short", short_range, "bimodal short lengths MIN:MAX");
+  app.add_option("--long", long_range, "bimodal long lengths MIN:MAX");
+  app.add_option("--long-fraction", f->long_fraction, "bimodal share of long sequences")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--lengths", f->lengths, "bimodal or a bench/ data-set name");
+  app.add_option("--max-length", f->max_length, "data-set lengths cut here; 0 = the bucket")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--bucket", bucket, "BucketSize in tokens, or auto (from the profile)");
+  app.add_option("--hardware-profile", f->hardware_profile, "profile JSON, or measure");
+  app.add_option("--hidden", f->hidden, "model hidden size")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--layers", f->layers, "model layers")->check(CLI::Range(1, 1024));
+  app.add_option("--heads", f->heads, "attention heads")->check(CLI::Range(1, 1024));
+  app.add_option("--kv-heads", f->kv_heads, "key/value heads")->check(CLI::Range(1, 1024));
+  app.add_option("--threads", f->threads, "intra-op threads per rank")->check(CLI::Range(1, 1024));
+  app.add_option("--repeats", f->repeats, "rounds over all policies")->check(CLI::Range(1, 1000));
+  app.add_option("--json", f->json_path, "write the results as JSON here");
+  app.add_option("--keep", f->keep, "keep the run directories here");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help exits 0, bad flags 2
+  }
+  if (!short_range.empty() && !ParseRange(short_range, &f->short_min, &f->short_max)) {
+    return BadFlag("--short wants MIN:MAX with 0 < MIN <= MAX");
+  }
+  if (!long_range.empty() && !ParseRange(long_range, &f->long_min, &f->long_max)) {
+    return BadFlag("--long wants MIN:MAX with 0 < MIN <= MAX");
+  }
+  if (!bucket.empty()) {
+    f->bucket_auto = bucket == "auto";
+    int64_t tokens = 0;
+    const char* end = bucket.data() + bucket.size();
+    if (!f->bucket_auto && (std::from_chars(bucket.data(), end, tokens).ptr != end || tokens < 1 ||
+                            tokens > (1 << 30))) {
+      return BadFlag("--bucket wants a token count or auto (got " + bucket + ")");
+    }
+    f->bucket = tokens;
+  }
+  if (f->steps <= f->warmup || f->policies.empty()) {
+    return BadFlag("need --steps > --warmup and at least one policy");
+  }
+  return -1;
 }
 
 std::string ConfigJson(const Flags& f) {
@@ -285,65 +341,7 @@ PolicyResult RunPolicy(const Flags& f, const fs::path& root, const std::string& 
 
 int main(int argc, char** argv) {
   Flags f;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string { return i + 1 < args.size() ? args[++i] : ""; };
-    if (a == "--steps")
-      f.steps = std::atoi(value().c_str());
-    else if (a == "--warmup")
-      f.warmup = std::atoi(value().c_str());
-    else if (a == "--dp")
-      f.dp = std::atoi(value().c_str());
-    else if (a == "--cp")
-      f.cp = std::atoi(value().c_str());
-    else if (a == "--samples")
-      f.samples = std::atoi(value().c_str());
-    else if (a == "--batch")
-      f.batch = std::atoi(value().c_str());
-    else if (a == "--bucket") {
-      const std::string v = value();
-      f.bucket_auto = v == "auto";
-      f.bucket = f.bucket_auto ? 0 : std::atoll(v.c_str());
-    } else if (a == "--lengths")
-      f.lengths = value();
-    else if (a == "--max-length")
-      f.max_length = std::atoll(value().c_str());
-    else if (a == "--hardware-profile")
-      f.hardware_profile = value();
-    else if (a == "--hidden")
-      f.hidden = std::atoi(value().c_str());
-    else if (a == "--layers")
-      f.layers = std::atoi(value().c_str());
-    else if (a == "--heads")
-      f.heads = std::atoi(value().c_str());
-    else if (a == "--kv-heads")
-      f.kv_heads = std::atoi(value().c_str());
-    else if (a == "--threads")
-      f.threads = std::atoi(value().c_str());
-    else if (a == "--repeats")
-      f.repeats = std::atoi(value().c_str());
-    else if (a == "--long-fraction")
-      f.long_fraction = std::atof(value().c_str());
-    else if (a == "--json")
-      f.json_path = value();
-    else if (a == "--keep")
-      f.keep = value();
-    else if (a == "--short") {
-      if (!ParseRange(value(), &f.short_min, &f.short_max)) return Usage("--short wants MIN:MAX");
-    } else if (a == "--long") {
-      if (!ParseRange(value(), &f.long_min, &f.long_max)) return Usage("--long wants MIN:MAX");
-    } else if (a == "--policies") {
-      f.policies.clear();
-      std::stringstream ss(value());
-      for (std::string p; std::getline(ss, p, ',');) f.policies.push_back(p);
-    } else {
-      return Usage("unknown flag " + a);
-    }
-  }
-  if (f.steps <= f.warmup || f.policies.empty() || f.dp < 1 || f.cp < 1) {
-    return Usage("need --steps > --warmup, at least one policy, dp and cp >= 1");
-  }
+  if (int status = ParseFlags(argc, argv, &f); status >= 0) return status;
   const fs::path root = f.keep.empty() ? fs::temp_directory_path() /
                                              ("skrull_bench_trainer_" + std::to_string(getpid()))
                                        : fs::path(f.keep);
@@ -362,24 +360,24 @@ int main(int argc, char** argv) {
     f.hardware_profile = fs::absolute(f.hardware_profile, ec).lexically_normal().string();
     StatusOr<train::HardwareProfileFile> profile =
         train::LoadHardwareProfileFile(f.hardware_profile);
-    if (!profile.ok()) return Usage("--hardware-profile: " + profile.status().message());
+    if (!profile.ok()) return BadFlag("--hardware-profile: " + profile.status().message());
     if (f.bucket_auto) {
       // The trainer takes the same value; the bench needs it for --max-length.
       if (profile->bucket_size_tokens <= 0) {
-        return Usage("--bucket auto: " + f.hardware_profile +
-                     " has no bucket_size_tokens; re-run skrull-trainer --profile");
+        return BadFlag("--bucket auto: " + f.hardware_profile +
+                       " has no bucket_size_tokens; re-run skrull-trainer --profile");
       }
       f.bucket = profile->bucket_size_tokens;
     }
   } else if (f.bucket_auto) {
-    return Usage("--bucket auto needs --hardware-profile FILE (see skrull-trainer --profile)");
+    return BadFlag("--bucket auto needs --hardware-profile FILE (see skrull-trainer --profile)");
   }
-  if (f.bucket <= 0) return Usage("--bucket must be a positive token count or auto");
+  if (f.bucket <= 0) return BadFlag("--bucket must be a positive token count or auto");
   std::optional<bench::LengthSampler> sampler;
   if (f.lengths != "bimodal") {
     StatusOr<bench::LengthSampler> cut =
         CutDataset(f.lengths, f.max_length > 0 ? f.max_length : f.bucket);
-    if (!cut.ok()) return Usage("--lengths " + f.lengths + ": " + cut.status().message());
+    if (!cut.ok()) return BadFlag("--lengths " + f.lengths + ": " + cut.status().message());
     sampler = *cut;
   }
   const std::vector<int64_t> lengths = SampleLengths(f, sampler ? &*sampler : nullptr);
