@@ -2,7 +2,13 @@
 # ranks on loopback with Gloo and carry the label `integration` (or `slow`).
 skrull_test(dist_launcher_test
   SOURCES dist_launcher_test.cc
-  DEPS skrull_dist_launcher
+  DEPS skrull_dist_launcher skrull_dist_testing
+  LABELS unit)
+
+# The one rank-layout type (torch-free): DP x CP and node x local arithmetic.
+skrull_test(dist_rank_layout_test
+  SOURCES dist_rank_layout_test.cc
+  DEPS skrull_dist_launcher skrull_dist_testing
   LABELS unit)
 
 skrull_test(dist_span_attention_test

@@ -92,7 +92,7 @@ int TrainerMain(int argc, char** argv, char** envp) {
   StatusOr<api::JobSpec> job = train::LoadJobForFlags(*flags);
   if (!job.ok()) return Fail(job.status());
 
-  StatusOr<std::optional<RankEnv>> rank_env = ParseRankEnv(env);
+  StatusOr<std::optional<RankEnv>> rank_env = ParseRankEnv(env, job->parallelism);
   if (!rank_env.ok()) return Fail(rank_env.status());
 
   if (profile) {
@@ -117,7 +117,7 @@ int TrainerMain(int argc, char** argv, char** envp) {
 
   if (!rank_env->has_value()) {
     if (job->parallelism.WorldSize() == 1) {
-      StatusOr<train::RankContext> rank = train::MakeRankContext(*job, 0, 1, 0);
+      StatusOr<RankLayout> rank = RankLayout::Make(job->parallelism, 0);
       if (!rank.ok()) return Fail(rank.status());
       options.stop_signal = InstallForwardingSignalHandlers();
       train::LocalCollectives collectives;
