@@ -20,9 +20,9 @@
 namespace skrull::dist {
 namespace {
 
-std::unique_ptr<ProcessGroups> Connect(int rank, int world, int dp, int cp, int port) {
+std::unique_ptr<ProcessGroups> Connect(int rank, int dp, int cp, int port) {
   at::set_num_threads(1);
-  auto layout = MakeRankLayout(rank, world, dp, cp);
+  auto layout = testing::OneNodeLayout(rank, dp, cp);
   EXPECT_TRUE(layout.ok()) << layout.status();
   RendezvousOptions o;
   o.master_port = port;
@@ -36,7 +36,7 @@ int Result() { return ::testing::Test::HasFailure() ? 1 : 0; }
 
 TEST(ProcessGroups, Dp2Cp2GroupsHoldTheRightRanks) {
   Status st = testing::RunForkedRanks(4, [](int rank, int port) {
-    auto g = Connect(rank, 4, 2, 2, port);
+    auto g = Connect(rank, 2, 2, port);
     if (!g) return 1;
     const int dp_rank = rank / 2, cp_rank = rank % 2;
     EXPECT_EQ(g->world().size, 4);
@@ -62,7 +62,7 @@ TEST(ProcessGroups, Dp2Cp2GroupsHoldTheRightRanks) {
 
 TEST(ProcessGroups, AllGatherAndReduceScatterMoveRowsByGroupRank) {
   Status st = testing::RunForkedRanks(3, [](int rank, int port) {
-    auto g = Connect(rank, 3, 1, 3, port);
+    auto g = Connect(rank, 1, 3, port);
     if (!g) return 1;
     at::Tensor in = at::full({2, 2}, static_cast<float>(rank + 1));
     at::Tensor out = at::empty({6, 2});
@@ -84,7 +84,7 @@ TEST(ProcessGroups, AllGatherAndReduceScatterMoveRowsByGroupRank) {
 
 TEST(ProcessGroups, RendezvousTimeoutNamesTheAddress) {
   Status st = testing::RunForkedRanks(1, [](int, int port) {
-    auto layout = MakeRankLayout(1, 2, 2, 1);  // rank 1 of 2; nobody serves the store
+    auto layout = testing::OneNodeLayout(1, 2, 1);  // rank 1 of 2; nobody serves the store
     RendezvousOptions o;
     o.master_port = port;
     o.timeout = std::chrono::seconds(1);
@@ -103,7 +103,7 @@ TEST(ProcessGroups, RendezvousTimeoutNamesTheAddress) {
 
 TEST(C10dCollectives, SumsGradientsInBucketsAndScalars) {
   Status st = testing::RunForkedRanks(3, [](int rank, int port) {
-    auto g = Connect(rank, 3, 3, 1, port);
+    auto g = Connect(rank, 3, 1, port);
     if (!g) return 1;
     C10dCollectivesOptions o;
     o.bucket_bytes = 64;  // forces several buckets, one tensor alone and in place
@@ -158,7 +158,7 @@ TEST(C10dCollectives, SumsGradientsInBucketsAndScalars) {
 // order on both ranks. The sums must equal each rank's gradients added up.
 TEST(C10dCollectives, ReducerLaunchesBucketsDuringBackwardInOrderAndSumsExactly) {
   Status st = testing::RunForkedRanks(2, [](int rank, int port) {
-    auto g = Connect(rank, 2, 2, 1, port);
+    auto g = Connect(rank, 2, 1, port);
     if (!g) return 1;
     C10dCollectivesOptions o;
     o.bucket_bytes = 64;
@@ -226,7 +226,7 @@ TEST(C10dCollectives, ReducerLaunchesBucketsDuringBackwardInOrderAndSumsExactly)
 // ReducibleGradients() after backward.
 TEST(C10dCollectives, ReducerOverMasterGradientsMatchesReducingAfterBackwardForBf16) {
   Status st = testing::RunForkedRanks(2, [](int rank, int port) {
-    auto g = Connect(rank, 2, 2, 1, port);
+    auto g = Connect(rank, 2, 1, port);
     if (!g) return 1;
     C10dCollectivesOptions o;
     o.bucket_bytes = 64;
@@ -285,7 +285,7 @@ TEST(C10dCollectives, ReducerOverMasterGradientsMatchesReducingAfterBackwardForB
 
 TEST(C10dCollectives, APeerThatDiedIsAnErrorNamingTheOperation) {
   Status st = testing::RunForkedRanks(2, [](int rank, int port) {
-    auto g = Connect(rank, 2, 2, 1, port);
+    auto g = Connect(rank, 2, 1, port);
     if (!g) return 1;
     if (rank == 1) _exit(0);  // leaves without a word
     C10dCollectives coll(&g->world());

@@ -131,7 +131,7 @@ void RunCase(const Case& c) {
   }
   Status st = testing::RunForkedRanks(c.cp, [&](int rank, int port) {
     at::set_num_threads(1);
-    auto layout = MakeRankLayout(rank, c.cp, 1, c.cp);
+    auto layout = testing::OneNodeLayout(rank, 1, c.cp);
     EXPECT_TRUE(layout.ok()) << layout.status();
     RendezvousOptions ro;
     ro.master_port = port;

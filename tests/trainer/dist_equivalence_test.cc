@@ -105,7 +105,7 @@ RunResult Train(const fs::path& root, const RunSpec& r) {
         options.serve_metrics = false;
         options.log = &quiet;
         if (world == 1) {
-          SKRULL_ASSIGN_OR_RETURN(train::RankContext ctx, train::MakeRankContext(job, 0, 1, 0));
+          SKRULL_ASSIGN_OR_RETURN(RankLayout ctx, RankLayout::Make(job.parallelism, 0));
           train::LocalCollectives coll;
           return train::RunTrainer(job, ctx, &coll, options).status();
         }

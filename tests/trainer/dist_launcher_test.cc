@@ -17,6 +17,7 @@
 #include "trainer/dist/env.h"
 #include "trainer/dist/launcher.h"
 #include "trainer/dist/process_spawner.h"
+#include "trainer/dist/testing/fork_ranks.h"
 #include "trainer/dist/testing/processes.h"
 
 extern char** environ;
@@ -25,6 +26,7 @@ namespace skrull::dist {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::Parallelism;
 
 std::string MakeTempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "skrull_launcher_XXXXXX").string();
@@ -138,12 +140,12 @@ TEST(Launcher, ForwardsAnInterruptToEveryRank) {
 }
 
 TEST(RankEnv, AbsentRankMeansLauncher) {
-  auto r = ParseRankEnv({{"PATH", "/bin"}});
+  auto r = ParseRankEnv({{"PATH", "/bin"}}, Parallelism(1, 2, 2, 1));
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->has_value());
 }
 
-TEST(RankEnv, ParsesEveryVariable) {
+TEST(RankEnv, ParsesEveryVariableIntoTheJobsLayout) {
   auto r = ParseRankEnv({{env::kRank, "3"},
                          {env::kWorldSize, "4"},
                          {env::kLocalRank, "1"},
@@ -153,24 +155,34 @@ TEST(RankEnv, ParsesEveryVariable) {
                          {env::kMasterAddr, "host0"},
                          {env::kMasterPort, "29500"},
                          {env::kJobFile, "/j.yaml"},
-                         {env::kRendezvousTimeoutSeconds, "7"}});
+                         {env::kRendezvousTimeoutSeconds, "7"}},
+                        Parallelism(2, 2, 2, 2));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(r->has_value());
   const RankEnv& e = **r;
-  EXPECT_EQ(e.rank, 3);
-  EXPECT_EQ(e.world_size, 4);
-  EXPECT_EQ(e.local_rank, 1);
-  EXPECT_EQ(e.local_world_size, 2);
-  EXPECT_EQ(e.node_rank, 1);
-  EXPECT_EQ(e.nnodes, 2);
+  EXPECT_EQ(e.layout.rank(), 3);
+  EXPECT_EQ(e.layout.world_size(), 4);
+  EXPECT_EQ(e.layout.local_rank(), 1);
+  EXPECT_EQ(e.layout.procs_per_node(), 2);
+  EXPECT_EQ(e.layout.node_rank(), 1);
+  EXPECT_EQ(e.layout.nnodes(), 2);
+  EXPECT_EQ(e.layout.dp_rank(), 1);
+  EXPECT_EQ(e.layout.cp_rank(), 1);
   EXPECT_EQ(e.master_addr, "host0");
   EXPECT_EQ(e.master_port, 29500);
   EXPECT_EQ(e.job_file, "/j.yaml");
   EXPECT_EQ(e.rendezvous_timeout_seconds, 7);
 }
 
+TEST(RankEnv, PositionVariablesAreOptional) {
+  auto r = ParseRankEnv({{env::kRank, "2"}, {env::kMasterPort, "1"}}, Parallelism(1, 4, 2, 2));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->layout.local_rank(), 2);
+  EXPECT_EQ((*r)->layout.Describe(), "rank 2 (dp 1, cp 0)");
+}
+
 TEST(RankEnv, ReportsEveryBadVariableByName) {
-  auto r = ParseRankEnv({{env::kRank, "x"}, {env::kWorldSize, "0"}});
+  auto r = ParseRankEnv({{env::kRank, "x"}, {env::kWorldSize, "0"}}, Parallelism(1, 2, 2, 1));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("SKRULL_RANK: must be an integer >= 0 (got 'x')"),
@@ -181,11 +193,48 @@ TEST(RankEnv, ReportsEveryBadVariableByName) {
 }
 
 TEST(RankEnv, RankMustBeBelowWorldSize) {
-  auto r = ParseRankEnv({{env::kRank, "2"}, {env::kWorldSize, "2"}, {env::kMasterPort, "1"}});
+  auto r = ParseRankEnv({{env::kRank, "2"}, {env::kWorldSize, "2"}, {env::kMasterPort, "1"}},
+                        Parallelism(1, 2, 2, 1));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("SKRULL_RANK: must be < SKRULL_WORLD_SIZE (2), got 2"),
             std::string::npos)
       << r.status();
+}
+
+TEST(RankEnv, WorldSizeThatDisagreesWithTheJobIsRefused) {
+  auto r = ParseRankEnv({{env::kRank, "1"}, {env::kWorldSize, "2"}, {env::kMasterPort, "1"}},
+                        Parallelism(1, 4, 4, 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "trainer rank environment: SKRULL_WORLD_SIZE: 2 disagrees with SKRULL_RANK 1 under "
+            "the job's spec.parallelism (nodes 1 x procsPerNode 4), which needs 4; start the "
+            "ranks with `skrull-trainer --job FILE`");
+}
+
+TEST(RankEnv, LocalRankThatDisagreesWithTheJobIsRefused) {
+  auto r = ParseRankEnv({{env::kRank, "3"}, {env::kLocalRank, "3"}, {env::kMasterPort, "1"}},
+                        Parallelism(2, 2, 4, 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("SKRULL_LOCAL_RANK: 3 disagrees with SKRULL_RANK 3"),
+            std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("which needs 1"), std::string::npos) << r.status();
+}
+
+TEST(RankEnv, RankOutsideTheJobIsRefused) {
+  auto r = ParseRankEnv({{env::kRank, "4"}, {env::kMasterPort, "1"}}, Parallelism(1, 4, 4, 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "trainer rank environment: rank 4 is outside [0, 4) (spec.parallelism: nodes x "
+            "procsPerNode)");
+}
+
+TEST(RankEnv, MasterPortIsRequiredForMoreThanOneProcess) {
+  auto r = ParseRankEnv({{env::kRank, "0"}}, Parallelism(1, 2, 2, 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("SKRULL_MASTER_PORT: required"), std::string::npos)
+      << r.status();
+  EXPECT_TRUE(ParseRankEnv({{env::kRank, "0"}}, Parallelism(1, 1, 1, 1)).ok());
 }
 
 TEST(NodeFlags, MasterTakesHostPortHostAloneAndBracketedIpv6) {

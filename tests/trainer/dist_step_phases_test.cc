@@ -103,7 +103,7 @@ class StepPhasesTest : public ::testing::Test {
           o.collectives = collectives;
           if (slow_rank >= 0) {
             // Every rank gets the same (no-op) plan guard so plans stay equal.
-            const bool slow = env.rank == slow_rank;
+            const bool slow = env.layout.rank() == slow_rank;
             o.trainer.plan_guard = [slow, slow_seconds](scheduler::Plan*) -> StatusOr<int64_t> {
               if (slow) std::this_thread::sleep_for(std::chrono::duration<double>(slow_seconds));
               return int64_t{0};

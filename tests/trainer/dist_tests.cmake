@@ -5,6 +5,12 @@ skrull_test(dist_launcher_test
   DEPS skrull_dist_launcher skrull_dist_testing
   LABELS unit)
 
+# The one rank-layout type (torch-free): DP x CP and node x local arithmetic.
+skrull_test(dist_rank_layout_test
+  SOURCES dist_rank_layout_test.cc
+  DEPS skrull_dist_launcher skrull_dist_testing
+  LABELS unit)
+
 skrull_test(dist_span_attention_test
   SOURCES dist_span_attention_test.cc
   DEPS skrull_dist

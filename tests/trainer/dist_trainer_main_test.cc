@@ -25,6 +25,7 @@
 #include "trainer/dist/profile.h"
 #include "trainer/dist/testing/processes.h"
 #include "trainer/dist/trainer_main.h"
+#include "trainer/train/hardware_profile_file.h"
 #include "trainer/train/trainer.h"
 
 extern char** environ;

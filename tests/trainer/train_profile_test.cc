@@ -16,6 +16,7 @@
 #include "tests/trainer/train_test_util.h"
 #include "trainer/dist/profile.h"
 #include "trainer/train/collectives.h"
+#include "trainer/train/hardware_profile_file.h"
 #include "trainer/train/trainer.h"
 
 namespace skrull::train {

@@ -165,7 +165,7 @@ inline TrainResult TrainInProcess(const api::JobSpec& job, int64_t stop_after = 
   o.serve_metrics = false;
   o.log = &log;
   o.stop_after_steps = stop_after;
-  auto rank = MakeRankContext(job, 0, 1, 0);
+  auto rank = dist::RankLayout::Make(job.parallelism, 0);
   EXPECT_TRUE(rank.ok()) << rank.status();
   TrainResult r;
   if (!rank.ok()) {

@@ -260,7 +260,7 @@ TEST(Trainer, TwoDataParallelRanksMatchOneRankWithTheSameGlobalBatch) {
       o.serve_metrics = false;
       o.log = &logs[r];
       o.summary_path = two_dir / ("summary-rank" + std::to_string(r) + ".json");
-      auto rank = MakeRankContext(job, r, 2, r);
+      auto rank = dist::RankLayout::Make(job.parallelism, r);
       results[r] = rank.ok() ? RunTrainer(job, *rank, group[r].get(), o)
                              : StatusOr<TrainSummary>(rank.status());
     });
@@ -325,27 +325,13 @@ TEST(Trainer, ContextParallelWithoutABackendIsRefusedByName) {
   TrainerOptions o;
   o.serve_metrics = false;
   o.log = &log;
-  auto rank = MakeRankContext(job, 0, 2, 0);
+  auto rank = dist::RankLayout::Make(job.parallelism, 0);
   ASSERT_TRUE(rank.ok());
-  EXPECT_EQ(rank->cp_rank, 0);
+  EXPECT_EQ(rank->cp_rank(), 0);
   auto s = RunTrainer(job, *rank, &coll, o);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(s.status().message().find("contextParallel"), std::string::npos);
-}
-
-TEST(Trainer, RankContextSplitsRankIntoDpAndCp) {
-  TempDir dir;
-  api::JobSpec job = testing::LoadJob(WriteJob(dir, JobFiles{}));
-  job.parallelism.procs_per_node = 6;
-  job.parallelism.data_parallel = 3;
-  job.parallelism.context_parallel = 2;
-  auto r = MakeRankContext(job, 5, 6, 5);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->dp_rank, 2);
-  EXPECT_EQ(r->cp_rank, 1);
-  EXPECT_FALSE(MakeRankContext(job, 0, 4, 0).ok());
-  EXPECT_FALSE(MakeRankContext(job, 6, 6, 0).ok());
 }
 
 }  // namespace

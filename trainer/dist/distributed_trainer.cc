@@ -36,20 +36,7 @@ std::string CommTotalsJson(const CommTotals& t) {
 StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, const RankEnv& env,
                                                     DistributedRunOptions options,
                                                     CommTotals* totals) {
-  if (env.world_size != job.parallelism.WorldSize()) {
-    return InvalidArgumentError(
-        "launched with " + std::to_string(env.world_size) +
-        " ranks but spec.parallelism asks for " +
-        "nodes x procsPerNode = " + std::to_string(job.parallelism.WorldSize()));
-  }
-  SKRULL_ASSIGN_OR_RETURN(RankLayout layout,
-                          MakeRankLayout(env.rank, env.world_size, job.parallelism.data_parallel,
-                                         job.parallelism.context_parallel));
-  SKRULL_ASSIGN_OR_RETURN(train::RankContext rank,
-                          train::MakeRankContext(job, env.rank, env.world_size, env.local_rank));
-  SKRULL_CHECK(rank.dp_rank == layout.dp_rank && rank.cp_rank == layout.cp_rank)
-      << "trainer and dist disagree on " << layout.Describe();
-
+  const RankLayout& layout = env.layout;
   const RendezvousOptions ro =
       RendezvousOptionsFor(env, TrainingBackend(job, options.trainer.device));
   SKRULL_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroups> groups, ProcessGroups::Create(layout, ro));
@@ -68,7 +55,7 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
   };
   const std::string output_dir = env.output_dir.empty() ? api::OutputDirOf(job) : env.output_dir;
   if (options.trainer.summary_path.empty()) {
-    options.trainer.summary_path = RankSummaryPath(output_dir, env.rank);
+    options.trainer.summary_path = RankSummaryPath(output_dir, layout.rank());
   }
   api::JobSpec rank_job = job;
   rank_job.training.output_dir = output_dir;
@@ -85,13 +72,13 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
   }
 
   StatusOr<train::TrainSummary> summary =
-      train::RunTrainer(rank_job, rank, &collectives, options.trainer);
+      train::RunTrainer(rank_job, layout, &collectives, options.trainer);
   CommTotals t;
   if (cp_stats) t.cp = *cp_stats;
   t.dp = collectives.TakeStats();
   if (totals != nullptr) *totals = t;
   if (summary.ok()) {
-    Status s = WriteFileAtomically(RankCommPath(output_dir, env.rank), CommTotalsJson(t));
+    Status s = WriteFileAtomically(RankCommPath(output_dir, layout.rank()), CommTotalsJson(t));
     if (!s.ok()) return s;
     // Leave together: a rank that tears its groups down early can fail a
     // peer's last collective.

@@ -37,10 +37,10 @@ struct CommTotals {
 std::string CommTotalsJson(const CommTotals& totals);
 std::string RankCommPath(const std::string& output_dir, int rank);
 
-// Trains rank env.rank of `job`. The world size and rank come from `env`;
-// the DP x CP layout from the job. Errors: InvalidArgument when the launch
-// disagrees with spec.parallelism; Unavailable when rendezvous or a
-// collective fails (naming the address or the operation).
+// Trains the rank env.layout places in `job`. REQUIRES: env comes from
+// ParseRankEnv(..., job.parallelism) (or its layout from RankLayout::Make
+// with job.parallelism). Errors: Unavailable when rendezvous or a collective
+// fails (naming the address or the operation).
 StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, const RankEnv& env,
                                                     DistributedRunOptions options,
                                                     CommTotals* totals = nullptr);

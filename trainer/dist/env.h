@@ -1,6 +1,7 @@
 // Environment variables that wire one trainer process into a job. The launcher
 // (and later the controller, for Kubernetes pods) sets them; the trainer's
-// main reads them into a RankEnv (launcher.h) and nothing else reads them.
+// main reads them into a RankEnv (launcher.h), whose RankLayout (rank_layout.h)
+// every other part asks; nothing else reads them.
 //
 // A process started with SKRULL_RANK set is one rank of a job; without it,
 // `skrull-trainer --job FILE` is a launcher that spawns the node's ranks.

@@ -34,6 +34,55 @@ StatusOr<int> ParseIntVar(const EnvMap& env, const char* name, int min_value, in
   return static_cast<int>(v);
 }
 
+// The position variables of a rank's environment; kUnset where absent.
+constexpr int kUnset = -1;
+struct EnvPosition {
+  int rank = 0;
+  int world_size = kUnset;
+  int local_rank = kUnset;
+  int local_world_size = kUnset;
+  int node_rank = kUnset;
+  int nnodes = kUnset;
+};
+
+// Errors of the variables among themselves.
+std::vector<std::string> PositionErrors(const EnvPosition& p) {
+  std::vector<std::string> errors;
+  if (p.world_size != kUnset && p.rank >= p.world_size) {
+    errors.push_back(std::string(env::kRank) + ": must be < " + env::kWorldSize + " (" +
+                     std::to_string(p.world_size) + "), got " + std::to_string(p.rank));
+  }
+  if (p.local_rank != kUnset && p.local_world_size != kUnset &&
+      p.local_rank >= p.local_world_size) {
+    errors.push_back(std::string(env::kLocalRank) + ": must be < " + env::kLocalWorldSize + " (" +
+                     std::to_string(p.local_world_size) + "), got " + std::to_string(p.local_rank));
+  }
+  return errors;
+}
+
+// Errors of the variables against the layout the job gives SKRULL_RANK.
+std::vector<std::string> PositionErrors(const EnvPosition& p, const RankLayout& l) {
+  const struct {
+    const char* name;
+    int got;
+    int want;
+  } vars[] = {{env::kWorldSize, p.world_size, l.world_size()},
+              {env::kLocalRank, p.local_rank, l.local_rank()},
+              {env::kLocalWorldSize, p.local_world_size, l.procs_per_node()},
+              {env::kNodeRank, p.node_rank, l.node_rank()},
+              {env::kNnodes, p.nnodes, l.nnodes()}};
+  std::vector<std::string> errors;
+  for (const auto& v : vars) {
+    if (v.got == kUnset || v.got == v.want) continue;
+    errors.push_back(std::string(v.name) + ": " + std::to_string(v.got) + " disagrees with " +
+                     env::kRank + " " + std::to_string(l.rank()) +
+                     " under the job's spec.parallelism (nodes " + std::to_string(l.nnodes()) +
+                     " x procsPerNode " + std::to_string(l.procs_per_node()) + "), which needs " +
+                     std::to_string(v.want) + "; start the ranks with `skrull-trainer --job FILE`");
+  }
+  return errors;
+}
+
 std::string GetOr(const EnvMap& env, const char* name, const std::string& fallback) {
   auto it = env.find(name);
   return it == env.end() || it->second.empty() ? fallback : it->second;
@@ -77,45 +126,43 @@ EnvMap EnvironmentToMap(char** environ_ptr) {
   return env;
 }
 
-StatusOr<std::optional<RankEnv>> ParseRankEnv(const EnvMap& env) {
+StatusOr<std::optional<RankEnv>> ParseRankEnv(const EnvMap& env,
+                                              const api::ParallelismSpec& parallelism) {
   if (env.find(env::kRank) == env.end()) return std::optional<RankEnv>();
   RankEnv r;
   std::vector<std::string> errors;
-  auto take = [&](const char* name, int min_value, int def, int* out) {
+  auto take = [&](const char* name, int min_value, int def) {
     auto v = ParseIntVar(env, name, min_value, def);
-    if (!v.ok()) {
-      errors.push_back(v.status().message());
-    } else {
-      *out = *v;
-    }
+    if (!v.ok()) errors.push_back(v.status().message());
+    return v.ok() ? *v : def;
   };
-  take(env::kRank, 0, 0, &r.rank);
-  take(env::kWorldSize, 1, 1, &r.world_size);
-  take(env::kLocalRank, 0, r.rank, &r.local_rank);
-  take(env::kLocalWorldSize, 1, r.world_size, &r.local_world_size);
-  take(env::kNodeRank, 0, 0, &r.node_rank);
-  take(env::kNnodes, 1, 1, &r.nnodes);
-  take(env::kMasterPort, 1, 0, &r.master_port);
-  take(env::kRendezvousTimeoutSeconds, 1, 300, &r.rendezvous_timeout_seconds);
+  EnvPosition pos;
+  pos.rank = take(env::kRank, 0, 0);
+  pos.world_size = take(env::kWorldSize, 1, kUnset);
+  pos.local_rank = take(env::kLocalRank, 0, kUnset);
+  pos.local_world_size = take(env::kLocalWorldSize, 1, kUnset);
+  pos.node_rank = take(env::kNodeRank, 0, kUnset);
+  pos.nnodes = take(env::kNnodes, 1, kUnset);
+  r.master_port = take(env::kMasterPort, 1, 0);
+  r.rendezvous_timeout_seconds = take(env::kRendezvousTimeoutSeconds, 1, 300);
   r.master_addr = GetOr(env, env::kMasterAddr, "127.0.0.1");
   r.job_file = GetOr(env, env::kJobFile, "");
   r.output_dir = GetOr(env, env::kOutputDir, "");
   r.gloo_interface = GetOr(env, env::kGlooInterface, "");
   r.run_id = GetOr(env, env::kRunId, "");
+  if (errors.empty()) errors = PositionErrors(pos);
   if (errors.empty()) {
-    if (r.rank >= r.world_size) {
-      errors.push_back(std::string(env::kRank) + ": must be < " + env::kWorldSize + " (" +
-                       std::to_string(r.world_size) + "), got " + std::to_string(r.rank));
+    StatusOr<RankLayout> layout = RankLayout::Make(parallelism, pos.rank);
+    if (layout.ok()) {
+      r.layout = *layout;
+      errors = PositionErrors(pos, r.layout);
+    } else {
+      errors.push_back(layout.status().message());
     }
-    if (r.local_rank >= r.local_world_size) {
-      errors.push_back(std::string(env::kLocalRank) + ": must be < " + env::kLocalWorldSize + " (" +
-                       std::to_string(r.local_world_size) + "), got " +
-                       std::to_string(r.local_rank));
-    }
-    if (r.world_size > 1 && r.master_port == 0) {
-      errors.push_back(std::string(env::kMasterPort) + ": required when " + env::kWorldSize +
-                       " > 1");
-    }
+  }
+  if (errors.empty() && r.layout.world_size() > 1 && r.master_port == 0) {
+    errors.push_back(std::string(env::kMasterPort) +
+                     ": required when the job has more than one process");
   }
   if (!errors.empty()) {
     std::string msg = "trainer rank environment: ";
@@ -342,7 +389,7 @@ StatusOr<LaunchResult> RunNode(const LaunchOptions& options, ProcessSpawner* spa
 
   LaunchResult result;
   for (int local = 0; local < options.procs_per_node; ++local) {
-    const int rank = options.node_rank * options.procs_per_node + local;
+    const int rank = RankLayout::GlobalRank(options.node_rank, local, options.procs_per_node);
     SpawnRequest req;
     req.argv = options.worker_argv;
     req.env = options.base_env;

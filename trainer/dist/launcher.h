@@ -28,6 +28,7 @@
 #include "api/job_spec.h"
 #include "common/status.h"
 #include "trainer/dist/process_spawner.h"
+#include "trainer/dist/rank_layout.h"
 
 namespace skrull::dist {
 
@@ -36,14 +37,11 @@ using EnvMap = std::map<std::string, std::string>;
 // `environ` as a map (for main()).
 EnvMap EnvironmentToMap(char** environ_ptr);
 
-// What one rank process learns from its environment (env.h).
+// What one rank process learns from its environment (env.h): where it sits
+// in the job (the layout, against the job's spec.parallelism) and how to reach
+// the others.
 struct RankEnv {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  int local_world_size = 1;
-  int node_rank = 0;
-  int nnodes = 1;
+  RankLayout layout;  // rank, world size, node / local rank, DP / CP rank
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   std::string job_file;    // "" when not set
@@ -53,9 +51,14 @@ struct RankEnv {
   std::string run_id;
 };
 
-// nullopt when SKRULL_RANK is absent (the process is a launcher). Errors name
-// the variable and its value: "SKRULL_WORLD_SIZE: must be an integer >= 1 (got 'x')".
-StatusOr<std::optional<RankEnv>> ParseRankEnv(const EnvMap& env);
+// nullopt when SKRULL_RANK is absent (the process is a launcher). Otherwise
+// the layout is RankLayout::Make(parallelism, SKRULL_RANK), and
+// SKRULL_WORLD_SIZE, SKRULL_LOCAL_RANK, SKRULL_LOCAL_WORLD_SIZE,
+// SKRULL_NODE_RANK and SKRULL_NNODES, each optional, must agree with it (the
+// launcher sets them all). Errors name the variable and its value:
+// "SKRULL_WORLD_SIZE: must be an integer >= 1 (got 'x')".
+StatusOr<std::optional<RankEnv>> ParseRankEnv(const EnvMap& env,
+                                              const api::ParallelismSpec& parallelism);
 
 // Where rank `rank` writes its summary JSON (the trainer writes it, the
 // launcher aggregates it) and where the launcher writes its output.

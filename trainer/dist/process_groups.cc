@@ -103,10 +103,10 @@ StatusOr<Group> MakeGroup(const std::string& name, const std::vector<int>& membe
   g.name = name;
   g.backend = options.backend;
   g.size = static_cast<int>(members.size());
-  g.global_rank = layout.rank;
+  g.global_rank = layout.rank();
   g.rank = -1;
   for (int i = 0; i < g.size; ++i) {
-    if (members[i] == layout.rank) g.rank = i;
+    if (members[i] == layout.rank()) g.rank = i;
   }
   SKRULL_CHECK(g.rank >= 0) << layout.Describe() << " is not in group " << name;
   try {
@@ -135,8 +135,8 @@ StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::Create(const RankLayout&
   try {
     c10d::TCPStoreOptions o;
     o.port = static_cast<uint16_t>(options.master_port);
-    o.isServer = layout.rank == 0;
-    o.numWorkers = layout.world_size;
+    o.isServer = layout.rank() == 0;
+    o.numWorkers = layout.world_size();
     o.waitWorkers = true;
     o.timeout = options.timeout;
     store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, o);
@@ -145,10 +145,10 @@ StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::Create(const RankLayout&
     if (auto nl = msg.find("\nException raised from"); nl != std::string::npos) msg.resize(nl);
     return UnavailableError(
         "rendezvous at " + where + " failed for " + layout.Describe() + " of " +
-        std::to_string(layout.world_size) + " within " + std::to_string(seconds) + " s" +
-        (layout.rank == 0 ? " (serving the TCPStore; did every rank start?)"
-                          : " (is rank 0 running and is SKRULL_MASTER_ADDR:SKRULL_MASTER_PORT "
-                            "reachable from here?)") +
+        std::to_string(layout.world_size()) + " within " + std::to_string(seconds) + " s" +
+        (layout.rank() == 0 ? " (serving the TCPStore; did every rank start?)"
+                            : " (is rank 0 running and is SKRULL_MASTER_ADDR:SKRULL_MASTER_PORT "
+                              "reachable from here?)") +
         ": " + msg);
   }
   return CreateWithStore(std::move(store), layout, options);
@@ -160,13 +160,13 @@ StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::CreateWithStore(
   std::unique_ptr<ProcessGroups> groups(new ProcessGroups());
   groups->layout_ = layout;
   groups->store_ = store;
-  std::vector<int> all(layout.world_size);
-  for (int r = 0; r < layout.world_size; ++r) all[r] = r;
+  std::vector<int> all(layout.world_size());
+  for (int r = 0; r < layout.world_size(); ++r) all[r] = r;
   SKRULL_ASSIGN_OR_RETURN(groups->world_, MakeGroup("world", all, layout, options, store));
-  SKRULL_ASSIGN_OR_RETURN(groups->cp_, MakeGroup("cp[dp=" + std::to_string(layout.dp_rank) + "]",
-                                                 layout.cp_group, layout, options, store));
-  SKRULL_ASSIGN_OR_RETURN(groups->dp_, MakeGroup("dp[cp=" + std::to_string(layout.cp_rank) + "]",
-                                                 layout.dp_group, layout, options, store));
+  SKRULL_ASSIGN_OR_RETURN(groups->cp_, MakeGroup("cp[dp=" + std::to_string(layout.dp_rank()) + "]",
+                                                 layout.CpGroup(), layout, options, store));
+  SKRULL_ASSIGN_OR_RETURN(groups->dp_, MakeGroup("dp[cp=" + std::to_string(layout.cp_rank()) + "]",
+                                                 layout.DpGroup(), layout, options, store));
   return groups;
 }
 

@@ -205,7 +205,7 @@ scheduler::HardwareProfile::Collective FitCollective(scheduler::CollectiveOp op,
 Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const ProfileOptions& o) {
   try {
     SKRULL_ASSIGN_OR_RETURN(c10::Device device, model::compat::ParseDevice(o.device));
-    if (device.is_cuda()) device = c10::Device(c10::kCUDA, env.local_rank);
+    if (device.is_cuda()) device = c10::Device(c10::kCUDA, env.layout.local_rank());
     SKRULL_ASSIGN_OR_RETURN(std::string config_text, ReadFileToString(job.model.config));
     SKRULL_ASSIGN_OR_RETURN(scheduler::ModelConfig config,
                             scheduler::ParseHfConfigJson(config_text, job.model.config));
@@ -216,7 +216,7 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
                             model::DecoderModel::Create(config, mo));
     train::Optimizer optimizer(model->NamedTrainableParameters(),
                                train::OptimizerOptionsFromSpec(job.training));
-    std::mt19937 rng(static_cast<uint32_t>(17 + env.rank));
+    std::mt19937 rng(static_cast<uint32_t>(17 + env.layout.rank()));
     const int64_t vocab = config.vocab_size;
     auto step = [&](const model::PackedBatch& b) {
       at::Tensor loss = model->LossSum(b);
@@ -229,13 +229,10 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
     const uint64_t static_bytes = memory.CurrentBytes();
 
     std::unique_ptr<ProcessGroups> groups;
-    if (env.world_size > 1) {
-      SKRULL_ASSIGN_OR_RETURN(
-          RankLayout layout, MakeRankLayout(env.rank, env.world_size, job.parallelism.data_parallel,
-                                            job.parallelism.context_parallel));
+    if (env.layout.world_size() > 1) {
       // Gloo: MeasureCollective times host tensors.
       SKRULL_ASSIGN_OR_RETURN(
-          groups, ProcessGroups::Create(layout, RendezvousOptionsFor(env, CommBackend::kGloo)));
+          groups, ProcessGroups::Create(env.layout, RendezvousOptionsFor(env, CommBackend::kGloo)));
       auto barrier = groups->world().pg->barrier();
       SKRULL_C10D_CHECK(groups->world(), "barrier", 0, barrier->wait());
     }
@@ -344,7 +341,8 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
     LinearFit mem = FitLine(xs, ys);
     const double alpha = std::max(mem.slope, 1.0);
     const double beta = std::max(0.0, mem.intercept);
-    const uint64_t capacity = memory.CapacityBytes(device.is_cuda() ? 1 : env.local_world_size);
+    const uint64_t capacity =
+        memory.CapacityBytes(device.is_cuda() ? 1 : env.layout.procs_per_node());
     int64_t bucket =
         MemoryLimitTokens(static_cast<double>(capacity), static_cast<double>(static_bytes), beta,
                           alpha, o.safety_margin);
@@ -352,7 +350,7 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
     bucket =
         std::clamp(bucket, job.tuning.min_bucket_size_tokens, job.tuning.max_bucket_size_tokens);
 
-    if (env.rank != 0) return OkStatus();
+    if (env.layout.rank() != 0) return OkStatus();
     json j = json::parse(scheduler::ToJson(hw));
     j["bucket_size_tokens"] = bucket;
     j["memory"] = {{"alpha_bytes_per_token", alpha},
@@ -362,14 +360,14 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
                    {"capacity_bytes", capacity},
                    {"safety_margin", o.safety_margin},
                    {"unclamped_bucket_size_tokens", raw_bucket},
-                   {"procs_sharing_memory", device.is_cuda() ? 1 : env.local_world_size},
+                   {"procs_sharing_memory", device.is_cuda() ? 1 : env.layout.procs_per_node()},
                    {"samples", PairsJson(memory_samples)}};
     j["measurements"] = {{"tokens_seconds", PairsJson(token_seconds)},
                          {"seqlen_seconds", PairsJson(seqlen_seconds)},
                          {"matmul_seconds", mm_seconds},
                          {"collectives", collectives}};
     j["job"] = job.name;
-    j["world_size"] = env.world_size;
+    j["world_size"] = env.layout.world_size();
     std::string out = o.out_path;
     if (out.empty()) {
       out = (env.output_dir.empty() ? api::OutputDirOf(job) : env.output_dir) + "/profile.json";

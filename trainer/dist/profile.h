@@ -69,7 +69,7 @@ scheduler::HardwareProfile::Collective FitCollective(
     scheduler::CollectiveOp op, int group_size,
     const std::vector<std::pair<int64_t, double>>& samples);
 
-// Profiles as rank env.rank of the job (world 1: no process groups; world > 1:
+// Profiles as rank env.layout.rank() of the job (world 1: no process groups; world > 1:
 // rendezvous as for training, the launcher having started every rank).
 // Rank 0 writes the profile. Prints a one-line summary to stderr.
 Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const ProfileOptions& options);

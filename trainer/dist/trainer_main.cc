@@ -149,7 +149,7 @@ int TrainerMain(int argc, char** argv, char** envp) {
   if (checked.ok()) checked = CheckOutputDirs(*job, *cl, env);
   if (!checked.ok()) return Fail(checked);
 
-  StatusOr<std::optional<RankEnv>> rank_env = ParseRankEnv(env);
+  StatusOr<std::optional<RankEnv>> rank_env = ParseRankEnv(env, job->parallelism);
   if (!rank_env.ok()) return Fail(rank_env.status());
 
   if (cl->profile) {
@@ -171,7 +171,7 @@ int TrainerMain(int argc, char** argv, char** envp) {
 
   if (!rank_env->has_value()) {
     if (job->parallelism.WorldSize() == 1) {
-      StatusOr<train::RankContext> rank = train::MakeRankContext(*job, 0, 1, 0);
+      StatusOr<RankLayout> rank = RankLayout::Make(job->parallelism, 0);
       if (!rank.ok()) return Fail(rank.status());
       options.stop_signal = InstallForwardingSignalHandlers();
       train::LocalCollectives collectives;

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
         " processes, but this skrull-trainer was built without the multi-process launcher "
         "(trainer/dist); set procsPerNode: 1, dataParallel: 1, contextParallel: 1"));
   }
-  StatusOr<train::RankContext> rank = train::MakeRankContext(*job, 0, 1, 0);
+  StatusOr<dist::RankLayout> rank = dist::RankLayout::Make(job->parallelism, 0);
   if (!rank.ok()) return Fail(rank.status());
   train::LocalCollectives collectives;
   train::TrainerOptions options;

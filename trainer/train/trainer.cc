@@ -1,6 +1,5 @@
 #include "trainer/train/trainer.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
 
@@ -12,10 +11,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
-#include <mutex>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
 #include "common/json_fields.h"
@@ -29,9 +25,11 @@
 #include "trainer/model/model.h"
 #include "trainer/model/torch_compat.h"
 #include "trainer/train/checkpoint.h"
+#include "trainer/train/hardware_profile_file.h"
 #include "trainer/train/lr_schedule.h"
 #include "trainer/train/model_options.h"
 #include "trainer/train/optimizer.h"
+#include "trainer/train/rng_state.h"
 #include "trainer/train/train_step.h"
 
 namespace skrull::train {
@@ -46,50 +44,13 @@ double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string Hex(const uint8_t* p, size_t n) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string s;
-  s.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    s.push_back(kDigits[p[i] >> 4]);
-    s.push_back(kDigits[p[i] & 15]);
-  }
-  return s;
-}
-
-std::string CpuRngStateHex() {
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  at::Tensor st = gen.get_state();
-  return Hex(st.data_ptr<uint8_t>(), static_cast<size_t>(st.numel()));
-}
-
-Status RestoreCpuRngState(const std::string& hex, const std::string& origin) {
-  if (hex.empty()) return OkStatus();
-  if (hex.size() % 2 != 0) return InvalidArgumentError(origin + ": rng_state_hex: odd length");
-  at::Tensor st = torch::empty({static_cast<int64_t>(hex.size() / 2)}, torch::kUInt8);
-  uint8_t* p = st.data_ptr<uint8_t>();
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    p[i / 2] = static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  }
-  try {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(st);
-  } catch (const c10::Error& e) {
-    return InvalidArgumentError(
-        origin + ": rng_state_hex: not a CPU generator state: " + e.what_without_backtrace());
-  }
-  return OkStatus();
-}
-
 // One rank's run: setup, the step loop, checkpoints and the summary.
 class Run {
  public:
-  Run(const api::JobSpec& job, const RankContext& rank, Collectives* collectives,
+  Run(const api::JobSpec& job, const dist::RankLayout& layout, Collectives* collectives,
       const TrainerOptions& options)
       : job_(job),
-        rank_(rank),
+        layout_(layout),
         coll_(collectives),
         options_(options),
         log_(options.log != nullptr ? *options.log : std::cerr) {}
@@ -104,17 +65,41 @@ class Run {
   Status SetupScheduler();
   Status SetupMetrics();
   Status Resume();
+  // One step and its stages (Step calls them in this order).
+  struct PlannedStep {
+    std::vector<int64_t> indices;   // dataset index of each sequence id of the global batch
+    scheduler::Plan plan;           // the same on every rank
+    int64_t global_labels = 0;      // label tokens of the global batch
+    int64_t runtime_rollbacks = 0;  // taken by options_.plan_guard
+  };
+  struct RankBatch {  // this rank's sequences of the plan; tokens point into samples
+    std::vector<data::Sample> samples;
+    std::vector<SequenceTokens> tokens;
+  };
+  struct StepSeconds {
+    double work = 0;  // forward/backward, reductions and the optimizer
+    double cp_wait = 0;
+    double dp_wait = 0;
+  };
   StatusOr<StepStats> Step(int64_t step, bool* stop_requested);
+  StatusOr<PlannedStep> PlanStep(int64_t step, StepStats* stats);
+  StatusOr<RankBatch> LoadRankBatch(const PlannedStep& planned);
+  StatusOr<RankStepWork> RunMicroBatches(const PlannedStep& planned, const RankBatch& batch);
+  Status ReduceAndApply(const RankStepWork& work, int64_t global_labels, StepStats* stats,
+                        bool* stop_requested);
+  void RecordMetrics(const PlannedStep& planned, const RankStepWork& work, const StepStats& stats,
+                     const StepSeconds& seconds);
+  void AdvanceState(const PlannedStep& planned, const StepStats& stats);
   void SetupGradientOverlap();
   Status SaveCheckpoint(int64_t step_done);
   void Notice(const std::string& line) {
-    if (rank_.rank == 0) log_ << "[skrull] " << line << std::endl;
+    if (layout_.rank() == 0) log_ << "[skrull] " << line << std::endl;
   }
   uint64_t PeakMemoryBytes() const;
   TrainSummary Summary() const;
 
   const api::JobSpec& job_;
-  RankContext rank_;
+  dist::RankLayout layout_;  // where this process sits; DP and CP come from here
   Collectives* coll_;
   TrainerOptions options_;
   std::ostream& log_;
@@ -154,7 +139,7 @@ Status Run::SetupDevice() {
   if (options_.device == "auto") {
     if (job_.resources.gpus_per_proc > 0 && model::compat::CudaAvailable()) {
       const int64_t n = std::max<int64_t>(1, model::compat::CudaDeviceCount());
-      device_ = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(rank_.local_rank % n));
+      device_ = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(layout_.local_rank() % n));
     } else {
       if (job_.resources.gpus_per_proc > 0) {
         Notice("no CUDA device visible (libtorch " + model::compat::TorchVersion() +
@@ -186,11 +171,10 @@ Status Run::SetupModel() {
   if (!job_.model.weights.empty()) {
     SKRULL_RETURN_IF_ERROR(model_->LoadWeights(job_.model.weights));
   }
-  if (job_.parallelism.context_parallel > 1) {
+  if (layout_.cp() > 1) {
     if (!options_.cp_attention) {
       return FailedPreconditionError(
-          "spec.parallelism.contextParallel is " +
-          std::to_string(job_.parallelism.context_parallel) +
+          "spec.parallelism.contextParallel is " + std::to_string(layout_.cp()) +
           " but this trainer has no context-parallel attention (trainer/dist); set "
           "contextParallel: 1");
     }
@@ -218,7 +202,7 @@ Status Run::SetupData() {
   // maxLength 0 means "whatever the scheduler can place": bucketSize x CP.
   // With onOverLength skip / truncate the dataset applies that bound; with
   // error the check below names the sample and the knobs to turn.
-  const int64_t placeable = bucket_size_tokens_ * job_.parallelism.context_parallel;
+  const int64_t placeable = bucket_size_tokens_ * layout_.cp();
   if (o.max_length_tokens == 0 && o.over_length != api::OverLengthPolicy::kError) {
     o.max_length_tokens = placeable;
   }
@@ -232,7 +216,7 @@ Status Run::SetupData() {
       longest_i = i;
     }
   }
-  const int cp = job_.parallelism.context_parallel;
+  const int cp = layout_.cp();
   if (scheduler::ShardTokens(longest, cp) > bucket_size_tokens_) {
     const int64_t need_cp = (longest + bucket_size_tokens_ - 1) / bucket_size_tokens_;
     return FailedPreconditionError(
@@ -243,8 +227,7 @@ Status Run::SetupData() {
         ", contextParallel to >= " + std::to_string(need_cp) +
         ", or set spec.data.onOverLength: truncate or skip");
   }
-  const int64_t gbs =
-      static_cast<int64_t>(job_.parallelism.data_parallel) * job_.scheduler.batch_size;
+  const int64_t gbs = static_cast<int64_t>(layout_.dp()) * job_.scheduler.batch_size;
   sampler_ = std::make_unique<data::Sampler>(dataset_->size(), gbs, job_.scheduler.seed);
   return OkStatus();
 }
@@ -315,25 +298,26 @@ Status Run::SetupScheduler() {
 Status Run::SetupMetrics() {
   metrics::MetricsOptions mo;
   mo.job = job_.name;
-  mo.rank = rank_.rank;
-  mo.dp_rank = rank_.dp_rank;
-  mo.cp_rank = rank_.cp_rank;
-  mo.node = rank_.node;
+  mo.rank = layout_.rank();
+  mo.dp_rank = layout_.dp_rank();
+  mo.cp_rank = layout_.cp_rank();
   mo.policy = scheduler::PolicyName(policy_);
-  mo.dp = job_.parallelism.data_parallel;
-  mo.cp = job_.parallelism.context_parallel;
-  mo.port =
-      options_.serve_metrics && job_.metrics.port > 0 ? job_.metrics.port + rank_.local_rank : 0;
+  mo.dp = layout_.dp();
+  mo.cp = layout_.cp();
+  mo.port = options_.serve_metrics && job_.metrics.port > 0
+                ? job_.metrics.port + layout_.local_rank()
+                : 0;
   mo.bind_address = api::MetricsAddressOf(job_);
   mo.pushgateway_url = job_.metrics.pushgateway;
-  mo.jsonl_path = (fs::path(output_dir_) /
-                   (rank_.rank == 0 ? std::string("metrics.jsonl")
-                                    : "metrics-rank" + std::to_string(rank_.rank) + ".jsonl"))
-                      .string();
+  mo.jsonl_path =
+      (fs::path(output_dir_) / (layout_.rank() == 0
+                                    ? std::string("metrics.jsonl")
+                                    : "metrics-rank" + std::to_string(layout_.rank()) + ".jsonl"))
+          .string();
   StatusOr<std::unique_ptr<metrics::TrainerMetrics>> m = metrics::TrainerMetrics::Create(mo);
   if (!m.ok() && m.status().code() == StatusCode::kUnavailable && mo.port != 0) {
     // A busy port must not stop training: keep metrics.jsonl, skip serving.
-    log_ << "[skrull] rank " << rank_.rank << ": not serving /metrics: " << m.status().message()
+    log_ << "[skrull] rank " << layout_.rank() << ": not serving /metrics: " << m.status().message()
          << std::endl;
     mo.port = 0;
     m = metrics::TrainerMetrics::Create(mo);
@@ -363,7 +347,7 @@ Status Run::Resume() {
   const double n = static_cast<double>(coll_->world_size());
   if (agree[0] * agree[0] != agree[1] * n) {
     return FailedPreconditionError(
-        "rank " + std::to_string(rank_.rank) + " found " +
+        "rank " + std::to_string(layout_.rank()) + " found " +
         (dir.has_value() ? "the checkpoint " + *dir + " (step " + std::to_string(found_step) + ")"
                          : std::string("no checkpoint")) +
         " under " + CheckpointsRoot(output_dir_) +
@@ -447,6 +431,9 @@ void Run::SetupGradientOverlap() {
   grad_hooks_ = std::make_unique<GradReadyHooks>(params, grad_reducer_.get());
 }
 
+// One step, in stages: plan (the same on every rank), micro-batches (this
+// rank's forward and backward), reduce (gradients and scalars over the world,
+// then the optimizer), record (metrics and run state).
 StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   const Clock::time_point t0 = Clock::now();
   StepStats stats;
@@ -455,47 +442,71 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   coll_->TakeWaitSeconds();
   if (cp_attention_ != nullptr) cp_attention_->TakeCommWaitSeconds();
 
-  // The global batch and its plan: the same on every rank.
-  const std::vector<int64_t> indices = sampler_->GlobalBatch(step);
-  std::vector<scheduler::Sequence> sequences;
-  int64_t global_labels = 0;
-  for (size_t k = 0; k < indices.size(); ++k) {
-    sequences.push_back({static_cast<int64_t>(k), dataset_->Length(indices[k])});
-    stats.tokens += dataset_->Length(indices[k]);
-    global_labels += dataset_->LabelTokenCount(indices[k]);
-  }
-  stats.label_tokens = global_labels;
-  scheduler::ScheduleOptions so;
-  so.topology = {job_.parallelism.data_parallel, job_.parallelism.context_parallel};
-  so.bucket_size_tokens = bucket_size_tokens_;
-  so.hardware = hardware_.get();  // null: the scheduler's built-in H100 profile
-  StatusOr<scheduler::Plan> planned = scheduler::Schedule(policy_, sequences, so, *cost_);
-  if (!planned.ok()) return planned.status().WithContext("step " + std::to_string(step));
-  int64_t runtime_rollbacks = 0;
-  if (options_.plan_guard) {
-    StatusOr<int64_t> guarded = options_.plan_guard(&planned.value());
-    if (!guarded.ok()) return guarded.status().WithContext("step " + std::to_string(step));
-    runtime_rollbacks = *guarded;
-  }
-  const scheduler::Plan& plan = *planned;
-  stats.micro_batches = plan.NumMicroBatches();
-
-  // This rank's samples only.
-  std::vector<data::Sample> samples(indices.size());
-  std::vector<SequenceTokens> tokens(indices.size());
-  for (int64_t id : NeededSequenceIds(plan, rank_.dp_rank, rank_.cp_rank)) {
-    SKRULL_ASSIGN_OR_RETURN(samples[id], dataset_->Get(indices[id]));
-    tokens[id] = {samples[id].input_ids.data(), samples[id].targets.data(),
-                  static_cast<int64_t>(samples[id].input_ids.size())};
-  }
+  SKRULL_ASSIGN_OR_RETURN(PlannedStep planned, PlanStep(step, &stats));
+  SKRULL_ASSIGN_OR_RETURN(RankBatch batch, LoadRankBatch(planned));
 
   // Forward/backward, the gradient and scalar reductions, the optimizer: the
   // waits on other ranks inside this window are reported apart from compute.
   const Clock::time_point t_work = Clock::now();
-  SKRULL_ASSIGN_OR_RETURN(
-      RankStepWork work,
-      AccumulateGradients(model_.get(), plan, tokens, rank_.dp_rank, rank_.cp_rank,
-                          std::max<int64_t>(1, global_labels), cp_attention_, grad_hooks_.get()));
+  SKRULL_ASSIGN_OR_RETURN(RankStepWork work, RunMicroBatches(planned, batch));
+  SKRULL_RETURN_IF_ERROR(ReduceAndApply(work, planned.global_labels, &stats, stop_requested));
+  StepSeconds seconds;
+  seconds.work = SecondsSince(t_work);
+  stats.seconds = SecondsSince(t0);
+  seconds.cp_wait = cp_attention_ != nullptr ? cp_attention_->TakeCommWaitSeconds() : 0.0;
+  seconds.dp_wait = coll_->TakeWaitSeconds();
+
+  RecordMetrics(planned, work, stats, seconds);
+  AdvanceState(planned, stats);
+  return stats;
+}
+
+StatusOr<Run::PlannedStep> Run::PlanStep(int64_t step, StepStats* stats) {
+  PlannedStep p;
+  p.indices = sampler_->GlobalBatch(step);
+  std::vector<scheduler::Sequence> sequences;
+  for (size_t k = 0; k < p.indices.size(); ++k) {
+    sequences.push_back({static_cast<int64_t>(k), dataset_->Length(p.indices[k])});
+    stats->tokens += dataset_->Length(p.indices[k]);
+    p.global_labels += dataset_->LabelTokenCount(p.indices[k]);
+  }
+  stats->label_tokens = p.global_labels;
+  scheduler::ScheduleOptions so;
+  so.topology = {layout_.dp(), layout_.cp()};
+  so.bucket_size_tokens = bucket_size_tokens_;
+  so.hardware = hardware_.get();  // null: the scheduler's built-in H100 profile
+  StatusOr<scheduler::Plan> planned = scheduler::Schedule(policy_, sequences, so, *cost_);
+  if (!planned.ok()) return planned.status().WithContext("step " + std::to_string(step));
+  p.plan = std::move(planned).value();
+  if (options_.plan_guard) {
+    StatusOr<int64_t> guarded = options_.plan_guard(&p.plan);
+    if (!guarded.ok()) return guarded.status().WithContext("step " + std::to_string(step));
+    p.runtime_rollbacks = *guarded;
+  }
+  stats->micro_batches = p.plan.NumMicroBatches();
+  return p;
+}
+
+StatusOr<Run::RankBatch> Run::LoadRankBatch(const PlannedStep& planned) {
+  RankBatch b;
+  b.samples.resize(planned.indices.size());
+  b.tokens.resize(planned.indices.size());
+  for (int64_t id : NeededSequenceIds(planned.plan, layout_.dp_rank(), layout_.cp_rank())) {
+    SKRULL_ASSIGN_OR_RETURN(b.samples[id], dataset_->Get(planned.indices[id]));
+    b.tokens[id] = {b.samples[id].input_ids.data(), b.samples[id].targets.data(),
+                    static_cast<int64_t>(b.samples[id].input_ids.size())};
+  }
+  return b;
+}
+
+StatusOr<RankStepWork> Run::RunMicroBatches(const PlannedStep& planned, const RankBatch& batch) {
+  return AccumulateGradients(model_.get(), planned.plan, batch.tokens, layout_.dp_rank(),
+                             layout_.cp_rank(), std::max<int64_t>(1, planned.global_labels),
+                             cp_attention_, grad_hooks_.get());
+}
+
+Status Run::ReduceAndApply(const RankStepWork& work, int64_t global_labels, StepStats* stats,
+                           bool* stop_requested) {
   if (grad_reducer_ != nullptr) {
     model::compat::Synchronize(device_);
     // Every ReducibleGradient(i) was taken and reduced: what Step() needs.
@@ -511,38 +522,37 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   model::compat::Synchronize(device_);
   *stop_requested = scalars[1] > 0;
 
-  stats.loss = scalars[0] / static_cast<double>(std::max<int64_t>(1, global_labels));
-  stats.lr = LearningRateAt(lr_, step);
-  stats.grad_norm = optimizer_->Step(stats.lr);
+  stats->loss = scalars[0] / static_cast<double>(std::max<int64_t>(1, global_labels));
+  stats->lr = LearningRateAt(lr_, stats->step);
+  stats->grad_norm = optimizer_->Step(stats->lr);
   model::compat::Synchronize(device_);
-  const double work_seconds = SecondsSince(t_work);
-  stats.seconds = SecondsSince(t0);
-  const double cp_wait_seconds =
-      cp_attention_ != nullptr ? cp_attention_->TakeCommWaitSeconds() : 0.0;
-  const double dp_wait_seconds = coll_->TakeWaitSeconds();
+  return OkStatus();
+}
 
-  // Metrics of this rank.
+void Run::RecordMetrics(const PlannedStep& planned, const RankStepWork& work,
+                        const StepStats& stats, const StepSeconds& seconds) {
+  const scheduler::Plan& plan = planned.plan;
   metrics::StepRecord r;
-  r.step = step;
+  r.step = stats.step;
   r.loss = stats.loss;
   r.tokens = static_cast<uint64_t>(work.tokens);
-  for (const scheduler::MicroBatch& mb : plan.ranks[rank_.dp_rank].micro_batches) {
-    if (static_cast<int>(mb.cp_rank_flops.size()) > rank_.cp_rank) {
-      r.model_flops += mb.cp_rank_flops[rank_.cp_rank];
+  for (const scheduler::MicroBatch& mb : plan.ranks[layout_.dp_rank()].micro_batches) {
+    if (static_cast<int>(mb.cp_rank_flops.size()) > layout_.cp_rank()) {
+      r.model_flops += mb.cp_rank_flops[layout_.cp_rank()];
     }
   }
   r.hardware_flops = r.model_flops;
   r.step_seconds = stats.seconds;
   r.scheduler_seconds = plan.schedule_seconds;
   // Both waits lie inside the work window, so compute + waits <= step.
-  r.phase_seconds.cp_comm_wait = cp_wait_seconds;
-  r.phase_seconds.dp_comm_wait = dp_wait_seconds;
-  r.phase_seconds.compute = std::max(0.0, work_seconds - cp_wait_seconds - dp_wait_seconds);
+  r.phase_seconds.cp_comm_wait = seconds.cp_wait;
+  r.phase_seconds.dp_comm_wait = seconds.dp_wait;
+  r.phase_seconds.compute = std::max(0.0, seconds.work - seconds.cp_wait - seconds.dp_wait);
   r.phase_seconds.idle =
-      std::max(0.0, stats.seconds - r.phase_seconds.compute - cp_wait_seconds - dp_wait_seconds);
+      std::max(0.0, stats.seconds - r.phase_seconds.compute - seconds.cp_wait - seconds.dp_wait);
   phase_totals_.compute += r.phase_seconds.compute;
-  phase_totals_.cp_comm_wait += cp_wait_seconds;
-  phase_totals_.dp_comm_wait += dp_wait_seconds;
+  phase_totals_.cp_comm_wait += seconds.cp_wait;
+  phase_totals_.dp_comm_wait += seconds.dp_wait;
   phase_totals_.idle += r.phase_seconds.idle;
   r.rank_tokens_peak = static_cast<uint64_t>(work.rank_tokens_peak);
   r.bucket_size_tokens = static_cast<uint64_t>(bucket_size_tokens_);
@@ -550,34 +560,34 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   r.memory_capacity_bytes = memory_capacity_bytes_;
   r.rollbacks.dacp = static_cast<uint64_t>(plan.rollbacks.dacp);
   r.rollbacks.gds = static_cast<uint64_t>(plan.rollbacks.gds);
-  r.rollbacks.runtime = static_cast<uint64_t>(runtime_rollbacks);
+  r.rollbacks.runtime = static_cast<uint64_t>(planned.runtime_rollbacks);
   r.local_sequences = static_cast<uint64_t>(work.local_sequences);
   r.distributed_sequences = static_cast<uint64_t>(work.distributed_sequences);
   r.micro_batches = static_cast<uint64_t>(work.micro_batches);
   Status recorded = metrics_->RecordStep(r);
   if (!recorded.ok()) log_ << "[skrull] metrics: " << recorded.message() << std::endl;
+}
 
-  // Run state.
-  if (step == 0) state_.initial_loss = stats.loss;
-  state_.step = step + 1;
-  state_.data_position = step + 1;
+void Run::AdvanceState(const PlannedStep& planned, const StepStats& stats) {
+  if (stats.step == 0) state_.initial_loss = stats.loss;
+  state_.step = stats.step + 1;
+  state_.data_position = stats.step + 1;
   state_.tokens += stats.tokens;
   state_.train_seconds += stats.seconds;
-  state_.rollbacks_dacp += plan.rollbacks.dacp;
-  state_.rollbacks_gds += plan.rollbacks.gds;
-  state_.rollbacks_runtime += runtime_rollbacks;
-  if (state_.loss_history.empty()) state_.loss_history_first_step = step;
+  state_.rollbacks_dacp += planned.plan.rollbacks.dacp;
+  state_.rollbacks_gds += planned.plan.rollbacks.gds;
+  state_.rollbacks_runtime += planned.runtime_rollbacks;
+  if (state_.loss_history.empty()) state_.loss_history_first_step = stats.step;
   state_.loss_history.push_back(stats.loss);
   if (state_.loss_history.size() > kLossHistoryTail) {
     state_.loss_history.erase(state_.loss_history.begin());
     ++state_.loss_history_first_step;
   }
-  return stats;
 }
 
 Status Run::SaveCheckpoint(int64_t step_done) {
   Status saved = OkStatus();
-  if (rank_.rank == 0) {
+  if (layout_.rank() == 0) {
     state_.rng_state_hex = CpuRngStateHex();
     StatusOr<std::string> dir =
         CommitCheckpoint(output_dir_, step_done, [&](const std::string& tmp) -> Status {
@@ -625,10 +635,10 @@ TrainSummary Run::Summary() const {
   s.policy = scheduler::PolicyName(policy_);
   s.hardware_profile = hardware_profile_name_;
   s.bucket_size_tokens = bucket_size_tokens_;
-  s.dp = job_.parallelism.data_parallel;
-  s.cp = job_.parallelism.context_parallel;
-  s.rank = rank_.rank;
-  s.world_size = rank_.world_size;
+  s.dp = layout_.dp();
+  s.cp = layout_.cp();
+  s.rank = layout_.rank();
+  s.world_size = layout_.world_size();
   s.device = device_.str();
   s.peak_memory_bytes = PeakMemoryBytes();
   s.rollbacks = {state_.rollbacks_dacp, state_.rollbacks_gds, state_.rollbacks_runtime};
@@ -647,9 +657,8 @@ StatusOr<TrainSummary> Run::Go() {
   const int64_t every = std::max<int64_t>(1, job_.training.log_every);
   if (first < total) {
     Notice("training steps " + std::to_string(first) + ".." + std::to_string(total - 1) +
-           ": policy " + scheduler::PolicyName(policy_) + ", dp " +
-           std::to_string(job_.parallelism.data_parallel) + " x cp " +
-           std::to_string(job_.parallelism.context_parallel) + ", global batch " +
+           ": policy " + scheduler::PolicyName(policy_) + ", dp " + std::to_string(layout_.dp()) +
+           " x cp " + std::to_string(layout_.cp()) + ", global batch " +
            std::to_string(sampler_->global_batch_size()) + " sequences, bucketSize " +
            std::to_string(bucket_size_tokens_) + " tokens");
   }
@@ -712,59 +721,6 @@ StatusOr<TrainSummary> Run::Go() {
 
 }  // namespace
 
-StatusOr<RankContext> MakeRankContext(const api::JobSpec& job, int rank, int world_size,
-                                      int local_rank) {
-  const int want = job.parallelism.WorldSize();
-  if (world_size != want) {
-    return InvalidArgumentError("world size " + std::to_string(world_size) +
-                                " does not match the job's spec.parallelism (nodes x "
-                                "procsPerNode = " +
-                                std::to_string(want) + ")");
-  }
-  if (rank < 0 || rank >= world_size) {
-    return InvalidArgumentError("rank " + std::to_string(rank) + " is outside [0, " +
-                                std::to_string(world_size) + ")");
-  }
-  RankContext r;
-  r.rank = rank;
-  r.world_size = world_size;
-  r.local_rank = local_rank;
-  r.dp_rank = rank / job.parallelism.context_parallel;
-  r.cp_rank = rank % job.parallelism.context_parallel;
-  return r;
-}
-
-StatusOr<HardwareProfileFile> LoadHardwareProfileFile(const std::string& path) {
-  const std::string where = "spec.scheduler.hardwareProfile: " + path + ": ";
-  StatusOr<std::string> text = ReadFileToString(path);
-  if (!text.ok()) {
-    const std::string fix =
-        "; write it with `skrull-trainer --profile --job FILE --out " + path + "` or fix the path";
-    if (text.status().code() == StatusCode::kNotFound) {
-      return NotFoundError(where + "no such file" + fix);
-    }
-    return Status(text.status().code(),
-                  "spec.scheduler.hardwareProfile: " + text.status().message() + fix);
-  }
-  StatusOr<scheduler::HardwareProfile> hardware = scheduler::ParseHardwareProfileJson(*text, path);
-  if (!hardware.ok()) {
-    return InvalidArgumentError("spec.scheduler.hardwareProfile: " + hardware.status().message() +
-                                "; expected a hardware-profile JSON as written by `skrull-trainer "
-                                "--profile` or shipped in scheduler/profiles/");
-  }
-  HardwareProfileFile file;
-  file.path = path;
-  file.hardware = std::move(*hardware);
-  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  StatusOr<int64_t> bucket = JsonFields(j, "spec.scheduler.hardwareProfile: " + path)
-                                 .OptionalInt("bucket_size_tokens", 0, /*min=*/1);
-  if (!bucket.ok()) {
-    return InvalidArgumentError(bucket.status().message() + "; re-run `skrull-trainer --profile`");
-  }
-  file.bucket_size_tokens = *bucket;
-  return file;
-}
-
 std::string JobSpecHash(const api::JobSpec& job) {
   api::JobSpec j = job;
   j.name.clear();
@@ -800,17 +756,17 @@ std::string JobSpecHash(const api::JobSpec& job) {
   return buf;
 }
 
-StatusOr<TrainSummary> RunTrainer(const api::JobSpec& job, const RankContext& rank,
+StatusOr<TrainSummary> RunTrainer(const api::JobSpec& job, const dist::RankLayout& layout,
                                   Collectives* collectives, const TrainerOptions& options) {
   SKRULL_CHECK(collectives != nullptr);
   try {
-    Run run(job, rank, collectives, options);
+    Run run(job, layout, collectives, options);
     return run.Go();
   } catch (const c10::Error& e) {
-    return InternalError("libtorch error on rank " + std::to_string(rank.rank) + ": " +
+    return InternalError("libtorch error on rank " + std::to_string(layout.rank()) + ": " +
                          e.what_without_backtrace());
   } catch (const std::exception& e) {
-    return InternalError("error on rank " + std::to_string(rank.rank) + ": " + e.what());
+    return InternalError("error on rank " + std::to_string(layout.rank()) + ": " + e.what());
   }
 }
 

@@ -17,12 +17,16 @@
 // uninterrupted run's.
 //
 // Hardware profile and BucketSize: spec.scheduler.hardwareProfile, when set,
-// is loaded once (LoadHardwareProfileFile) and prices every step's plan
+// is loaded once (LoadHardwareProfileFile, hardware_profile_file.h) and prices every step's plan
 // (ScheduleOptions::hardware); unset, the scheduler's built-in H100 profile
 // does. bucketSize auto takes the profile's bucket_size_tokens; with no
 // profile a CPU run derives it from host memory with the analytic memory
 // model (with a notice) and a CUDA run fails, asking for
 // `skrull-trainer --profile`. Rank 0 logs which profile and BucketSize it used.
+//
+// Where the process sits (rank, DP x CP, local rank): dist::RankLayout
+// (trainer/dist/rank_layout.h, torch-free), validated once by its creator and
+// only asked here.
 //
 // Device and precision: CUDA (cuda:<local rank>) when resources.gpusPerProc
 // > 0 and a GPU is visible, else CPU. CPU runs train in float32 (a bf16 spec
@@ -43,28 +47,13 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
-#include "scheduler/hardware_profile.h"
 #include "scheduler/plan.h"
+#include "trainer/dist/rank_layout.h"
 #include "trainer/train/collectives.h"
 #include "trainer/train/context_parallel.h"
 #include "trainer/train/train_summary.h"
 
 namespace skrull::train {
-
-// Who this process is in the job: rank = dp_rank * cp + cp_rank.
-struct RankContext {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;  // on this node; picks the GPU and the metrics port
-  int dp_rank = 0;
-  int cp_rank = 0;
-  std::string node;  // host / Kubernetes node name for metrics labels
-};
-
-// InvalidArgument when world_size differs from the job's nodes x
-// procsPerNode or rank is out of range.
-StatusOr<RankContext> MakeRankContext(const api::JobSpec& job, int rank, int world_size,
-                                      int local_rank);
 
 struct TrainerOptions {
   // Stop after this many steps of this invocation (writing a checkpoint), as
@@ -91,28 +80,15 @@ struct TrainerOptions {
   std::function<StatusOr<int64_t>(scheduler::Plan* plan)> plan_guard;
 };
 
-// Trains rank `rank` of `job`. `collectives` connects the world group
-// (LocalCollectives for one process). Errors from the job's files (config,
-// weights, data, checkpoints) name the file and field; libtorch exceptions
-// are caught and returned as Internal. Writes the summary (options).
-StatusOr<TrainSummary> RunTrainer(const api::JobSpec& job, const RankContext& rank,
+// Trains the rank `layout` places in `job`: the process's rank, its DP and CP
+// ranks and sizes, and its local rank (GPU, metrics port) all come from
+// `layout` (RankLayout::Make(job.parallelism, rank); RankLayout() for one
+// process). `collectives` connects the world group (LocalCollectives for one
+// process). Errors from the job's files (config, weights, data, checkpoints)
+// name the file and field; libtorch exceptions are caught and returned as
+// Internal. Writes the summary (options).
+StatusOr<TrainSummary> RunTrainer(const api::JobSpec& job, const dist::RankLayout& layout,
                                   Collectives* collectives, const TrainerOptions& options = {});
-
-// A hardware-profile file as the trainer uses it (spec.scheduler.hardwareProfile):
-// the scheduler's HardwareProfile and, from files written by
-// `skrull-trainer --profile` (trainer/dist/profile.h), the measured BucketSize.
-struct HardwareProfileFile {
-  std::string path;
-  scheduler::HardwareProfile hardware;
-  int64_t bucket_size_tokens = 0;  // top-level "bucket_size_tokens"; 0 when absent
-};
-
-// Reads `path` and parses it with scheduler::ParseHardwareProfileJson.
-// Errors start with "spec.scheduler.hardwareProfile: <path>: " and say how
-// to fix it: NotFound when the file is missing, IoError when it cannot be
-// read, InvalidArgument when the scheduler cannot parse it or
-// "bucket_size_tokens" is present but not a positive integer.
-StatusOr<HardwareProfileFile> LoadHardwareProfileFile(const std::string& path);
 
 // Stable hash of the parts of a job that must not change across a resume
 // (model, data, parallelism, scheduler, optimizer; not steps, outputDir,

@@ -60,6 +60,7 @@
 #include "trainer/dist/launcher.h"
 #include "trainer/dist/profile.h"
 #include "trainer/dist/testing/fork_ranks.h"
+#include "trainer/train/hardware_profile_file.h"
 #include "trainer/train/trainer.h"
 
 namespace {

@@ -106,11 +106,16 @@ Status RunForkedJobRanks(
           std::cerr << job.status() << "\n";
           return 2;
         }
+        StatusOr<RankLayout> layout = RankLayout::Make(job->parallelism, rank);
+        if (!layout.ok() || layout->world_size() != world_size) {
+          std::cerr << job_file << ": " << world_size << " forked ranks: "
+                    << (layout.ok() ? "spec.parallelism has another world size"
+                                    : layout.status().message())
+                    << "\n";
+          return 2;
+        }
         RankEnv env;
-        env.rank = rank;
-        env.world_size = world_size;
-        env.local_rank = rank;
-        env.local_world_size = world_size;
+        env.layout = *layout;
         env.master_port = port;
         env.rendezvous_timeout_seconds = rendezvous_timeout_seconds;
         Status s = body(*job, env);
@@ -118,6 +123,19 @@ Status RunForkedJobRanks(
         return s.ok() ? 0 : 1;
       },
       timeout);
+}
+
+api::ParallelismSpec Parallelism(int nodes, int procs_per_node, int dp, int cp) {
+  api::ParallelismSpec p;
+  p.nodes = nodes;
+  p.procs_per_node = procs_per_node;
+  p.data_parallel = dp;
+  p.context_parallel = cp;
+  return p;
+}
+
+StatusOr<RankLayout> OneNodeLayout(int rank, int dp, int cp) {
+  return RankLayout::Make(Parallelism(1, dp * cp, dp, cp), rank);
 }
 
 }  // namespace skrull::dist::testing

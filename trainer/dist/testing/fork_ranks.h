@@ -15,6 +15,7 @@
 #include "api/job_spec.h"
 #include "common/status.h"
 #include "trainer/dist/launcher.h"
+#include "trainer/dist/rank_layout.h"
 
 namespace skrull::dist::testing {
 
@@ -27,15 +28,24 @@ Status RunForkedRanks(int world_size, const std::function<int(int rank, int port
                       std::chrono::seconds timeout = std::chrono::seconds(120));
 
 // The ranks of the job in `job_file`, all on this node, as forked children:
-// child r loads the job (exit 2, the error on stderr, when it cannot) and
-// runs body(job, env) with env = rank r of world_size (local rank r, the
-// master on a free loopback port, rendezvous within
+// child r loads the job (exit 2, the error on stderr, when it cannot or when
+// its nodes x procsPerNode is not world_size) and runs body(job, env) with
+// env.layout = RankLayout::Make(job.parallelism, r) (the master on a free
+// loopback port, rendezvous within
 // `rendezvous_timeout_seconds`); it exits 0 when body returns OK, else 1 with
 // "<label> rank r: <status>" on stderr. Returns as RunForkedRanks does.
 Status RunForkedJobRanks(
     const std::string& job_file, int world_size, const std::string& label,
     const std::function<Status(const api::JobSpec& job, const RankEnv& env)>& body,
     std::chrono::seconds timeout = std::chrono::seconds(120), int rendezvous_timeout_seconds = 60);
+
+// spec.parallelism with these dimensions (tests of layouts and rank
+// environments without a job file).
+api::ParallelismSpec Parallelism(int nodes, int procs_per_node, int dp, int cp);
+
+// The layout of `rank` in a one-node job of dp x cp processes (tests of
+// collectives and attention that need groups without a job file).
+StatusOr<RankLayout> OneNodeLayout(int rank, int dp, int cp);
 
 }  // namespace skrull::dist::testing
 
