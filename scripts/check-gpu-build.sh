@@ -17,7 +17,7 @@
 # nvidia-cudnn only downloads it from NVIDIA in its post-install step, which
 # fails offline. The script lets that step be a no-op and copies
 # libcudnn*.so.9 from SKRULL_CUDNN_DIR (default /usr/local/cuda/lib64, where
-# NVIDIA's CUDA toolkit ships one) into the root. See docs/deploy.md.
+# NVIDIA's CUDA toolkit ships one) into the root. See README.md, "Build options".
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
