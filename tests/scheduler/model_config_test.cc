@@ -138,9 +138,7 @@ TEST(ModelConfig, RejectsSizesWhoseParameterCountOverflows) {
       "intermediate_size": 4864, "vocab_size": 151936, "max_position_embeddings": 1024})",
                              "cfg.json");
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("cfg.json: invalid model config (1 problem): hidden_size: "),
-            std::string::npos)
-      << c.status();
+  EXPECT_NE(c.status().message().find("cfg.json: hidden_size: "), std::string::npos) << c.status();
   EXPECT_NE(c.status().message().find("parameters, over the maximum 2^50"), std::string::npos)
       << c.status();
 }
