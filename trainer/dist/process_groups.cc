@@ -66,6 +66,17 @@ int64_t TensorBytes(const at::Tensor& t) {
 
 namespace {
 
+// PyTorch >= 2.4 defaults TCPStoreOptions::useLibUV to true, and a build
+// without libuv (Debian's 2.6 is one) then fails every rendezvous with "use_libuv
+// was requested but PyTorch was build without libuv support". The classic
+// store exists in every version we build against; 1.13 has no such field.
+template <typename Options>
+auto UseClassicTcpStore(Options* o, int) -> decltype(o->useLibUV = false, void()) {
+  o->useLibUV = false;
+}
+template <typename Options>
+void UseClassicTcpStore(Options*, long) {}
+
 bool IsLoopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
@@ -139,6 +150,7 @@ StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::Create(const RankLayout&
     o.numWorkers = layout.world_size();
     o.waitWorkers = true;
     o.timeout = options.timeout;
+    UseClassicTcpStore(&o, 0);
     store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, o);
   } catch (const std::exception& e) {
     std::string msg = e.what();

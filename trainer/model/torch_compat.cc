@@ -12,9 +12,10 @@ namespace skrull::model::compat {
 
 // libtorch version differences: the preprocessor checks are here and in
 // trainer/dist/process_groups.h (CommGroup: c10d::Backend in 2.x,
-// c10d::ProcessGroup in 1.13). Three adapt by type, with no version check:
+// c10d::ProcessGroup in 1.13). Four adapt by type, with no version check:
 // the AdamW state key (train/optimizer.cc StateKey), how autograd nodes are
-// held (dist/cp_attention.cc MakeNode, train/train_step.h NodeRef). Checked
+// held (dist/cp_attention.cc MakeNode, train/train_step.h NodeRef), and the
+// TCPStore's libuv switch (dist/process_groups.cc UseClassicTcpStore). Checked
 // with -fsyntax-only against Debian's libtorch 2.6 and 2.14 headers by
 // scripts/check-torch2-syntax.sh (the build itself uses 1.13).
 #if TORCH_VERSION_MAJOR >= 2
