@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "trainer/dist/c10d_collectives.h"
+#include "trainer/dist/cp_exchange.h"
 #include "trainer/dist/process_groups.h"
 #include "trainer/dist/rank_layout.h"
 #include "trainer/dist/testing/fork_ranks.h"

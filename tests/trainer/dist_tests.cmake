@@ -30,7 +30,7 @@ skrull_test(dist_rendezvous_options_test
 
 skrull_test(dist_groups_unit_test
   SOURCES dist_groups_unit_test.cc
-  DEPS skrull_dist
+  DEPS skrull_dist skrull_dist_testing
   LABELS unit)
 
 skrull_test(dist_collectives_test
@@ -67,3 +67,10 @@ skrull_test(dist_trainer_main_test
   DEPS skrull_dist skrull_dist_testing skrull_scheduler
   LABELS integration
   TIMEOUT 300)
+
+# The equivalence test on NCCL, one GPU per rank (>= 2 GPUs; skips without).
+skrull_test(dist_gpu_nccl_equivalence_test
+  SOURCES dist_gpu_nccl_equivalence_test.cc
+  DEPS skrull_dist skrull_dist_testing skrull_safetensors skrull_api
+  LABELS gpu
+  TIMEOUT 600)

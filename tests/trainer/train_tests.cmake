@@ -27,3 +27,10 @@ skrull_test(train_profile_test
   SOURCES train_profile_test.cc
   DEPS skrull_dist skrull_train
   TIMEOUT 600)
+
+# The tokens/s + MFU report on one GPU (skips without).
+skrull_test(train_gpu_throughput_test
+  SOURCES train_gpu_throughput_test.cc
+  DEPS skrull_train
+  LABELS gpu
+  TIMEOUT 600)

@@ -84,14 +84,18 @@ Status C10dCollectives::AllReduceSum(std::vector<at::Tensor>& tensors) {
 Status C10dCollectives::AllReduceSum(std::vector<double>* values) {
   stats_.scalar_allreduces += 1;
   if (world_->size == 1 || values->empty()) return OkStatus();
-  at::Tensor t = at::empty({static_cast<int64_t>(values->size())}, at::kDouble);
-  std::copy(values->begin(), values->end(), t.data_ptr<double>());
+  at::Tensor host = at::empty({static_cast<int64_t>(values->size())}, at::kDouble);
+  std::copy(values->begin(), values->end(), host.data_ptr<double>());
+  // NCCL reduces device tensors only: one copy each way; the copy back
+  // follows the all-reduce on the current stream.
+  at::Tensor t = host.to(world_->device);
   try {
     stats_.wait_seconds += StartAllReduceSum(*world_, t).Wait();
   } catch (const CollectiveError& e) {
     return UnavailableError(std::string("scalar all-reduce: ") + e.what());
   }
-  std::copy(t.data_ptr<double>(), t.data_ptr<double>() + values->size(), values->begin());
+  if (!t.is_cpu()) host = t.cpu();
+  std::copy(host.data_ptr<double>(), host.data_ptr<double>() + values->size(), values->begin());
   return OkStatus();
 }
 

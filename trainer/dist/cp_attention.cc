@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "common/status.h"
+#include "trainer/dist/cp_exchange.h"
 #include "trainer/dist/span_attention.h"
 
 namespace skrull::dist {

@@ -1,6 +1,7 @@
 #include "trainer/dist/process_groups.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -11,6 +12,8 @@
 #include <chrono>
 #include <csignal>
 #include <sstream>
+
+#include "trainer/model/torch_compat.h"
 
 namespace skrull::dist {
 
@@ -39,6 +42,12 @@ RendezvousOptions RendezvousOptionsFor(const RankEnv& env, CommBackend backend) 
 CommBackend TrainingBackend(const api::JobSpec& job, const std::string& device) {
   return NcclAvailable() && job.resources.gpus_per_proc > 0 && device != "cpu" ? CommBackend::kNccl
                                                                                : CommBackend::kGloo;
+}
+
+c10::Device NcclDevice(int local_rank, int64_t visible_devices) {
+  SKRULL_CHECK(local_rank >= 0 && visible_devices >= 1)
+      << "local rank " << local_rank << ", " << visible_devices << " visible GPUs";
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % visible_devices));
 }
 
 std::string Group::Describe() const {
@@ -109,9 +118,10 @@ c10::intrusive_ptr<CommGroup> MakeProcessGroup(const RendezvousOptions& options,
 
 StatusOr<Group> MakeGroup(const std::string& name, const std::vector<int>& members,
                           const RankLayout& layout, const RendezvousOptions& options,
-                          const c10::intrusive_ptr<c10d::Store>& store) {
+                          const c10::intrusive_ptr<c10d::Store>& store, c10::Device device) {
   Group g;
   g.name = name;
+  g.device = device;
   g.backend = options.backend;
   g.size = static_cast<int>(members.size());
   g.global_rank = layout.rank();
@@ -169,16 +179,28 @@ StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::Create(const RankLayout&
 StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::CreateWithStore(
     c10::intrusive_ptr<c10d::Store> store, const RankLayout& layout,
     const RendezvousOptions& options) {
+  c10::Device device(c10::kCPU);
+  if (options.backend == CommBackend::kNccl) {
+    const int64_t gpus = model::compat::CudaDeviceCount();
+    if (gpus < 1) {
+      return FailedPreconditionError(layout.Describe() +
+                                     ": NCCL needs a GPU and none is visible (check "
+                                     "resources.gpusPerProc and CUDA_VISIBLE_DEVICES)");
+    }
+    device = NcclDevice(layout.local_rank(), gpus);
+    // c10d binds a rank's NCCL communicators to the current device.
+    c10::impl::getDeviceGuardImpl(c10::kCUDA)->setDevice(device);
+  }
   std::unique_ptr<ProcessGroups> groups(new ProcessGroups());
   groups->layout_ = layout;
   groups->store_ = store;
   std::vector<int> all(layout.world_size());
   for (int r = 0; r < layout.world_size(); ++r) all[r] = r;
-  SKRULL_ASSIGN_OR_RETURN(groups->world_, MakeGroup("world", all, layout, options, store));
+  SKRULL_ASSIGN_OR_RETURN(groups->world_, MakeGroup("world", all, layout, options, store, device));
   SKRULL_ASSIGN_OR_RETURN(groups->cp_, MakeGroup("cp[dp=" + std::to_string(layout.dp_rank()) + "]",
-                                                 layout.CpGroup(), layout, options, store));
+                                                 layout.CpGroup(), layout, options, store, device));
   SKRULL_ASSIGN_OR_RETURN(groups->dp_, MakeGroup("dp[cp=" + std::to_string(layout.cp_rank()) + "]",
-                                                 layout.DpGroup(), layout, options, store));
+                                                 layout.DpGroup(), layout, options, store, device));
   return groups;
 }
 
@@ -200,58 +222,6 @@ double PendingCollective::Wait() {
     finish_ = nullptr;
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-PendingCollective StartAllGather(Group& group, const at::Tensor& input, const at::Tensor& out) {
-  SKRULL_CHECK(out.size(0) == group.size * input.size(0))
-      << "allgather on " << group.Describe() << ": output rows " << out.size(0)
-      << " != " << group.size << " x " << input.size(0);
-  SKRULL_CHECK(input.is_contiguous() && out.is_contiguous());
-  const int64_t bytes = TensorBytes(out);
-  if (group.size == 1) {
-    out.copy_(input);
-    return PendingCollective();
-  }
-  std::vector<at::Tensor> inputs = {input};
-  std::vector<std::vector<at::Tensor>> outputs(1);
-  const int64_t n = input.size(0);
-  for (int r = 0; r < group.size; ++r) outputs[0].push_back(out.narrow(0, r * n, n));
-  auto work = SKRULL_C10D_CHECK(group, "allgather", bytes, group.pg->allgather(outputs, inputs));
-  return PendingCollective(&group, "allgather", bytes, std::move(work));
-}
-
-PendingCollective StartReduceScatterSum(Group& group, const at::Tensor& input,
-                                        const at::Tensor& out) {
-  SKRULL_CHECK(input.size(0) == group.size * out.size(0))
-      << "reduce-scatter on " << group.Describe() << ": input rows " << input.size(0)
-      << " != " << group.size << " x " << out.size(0);
-  SKRULL_CHECK(input.is_contiguous() && out.is_contiguous());
-  const int64_t bytes = TensorBytes(input);
-  if (group.size == 1) {
-    out.copy_(input);
-    return PendingCollective();
-  }
-  if (group.backend == CommBackend::kNccl) {
-    at::Tensor in = input;
-    at::Tensor o = out;
-    auto work =
-        SKRULL_C10D_CHECK(group, "reduce_scatter", bytes,
-                          group.pg->_reduce_scatter_base(o, in, c10d::ReduceScatterOptions()));
-    return PendingCollective(&group, "reduce_scatter", bytes, std::move(work));
-  }
-  // Gloo: all-to-all sends block r to rank r; then sum the received blocks.
-  at::Tensor in = input;
-  at::Tensor recv = at::empty_like(input);
-  std::vector<int64_t> splits;  // empty = equal splits
-  auto work = SKRULL_C10D_CHECK(group, "alltoall (reduce-scatter)", bytes,
-                                group.pg->alltoall_base(recv, in, splits, splits));
-  std::vector<int64_t> blocks = recv.sizes().vec();
-  blocks[0] /= group.size;
-  blocks.insert(blocks.begin(), group.size);
-  at::Tensor result = out;
-  auto finish = [recv, result, blocks]() mutable { at::sum_out(result, recv.view(blocks), 0); };
-  return PendingCollective(&group, "alltoall (reduce-scatter)", bytes, std::move(work),
-                           std::move(finish));
 }
 
 PendingCollective StartAllReduceSum(Group& group, const at::Tensor& tensor) {

@@ -26,6 +26,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
 
+#include <c10/core/Device.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -62,6 +64,10 @@ struct Group {
   int rank = 0;  // inside the group
   int size = 1;
   int global_rank = 0;
+  // Where tensors of this group's collectives live: the CPU for Gloo, this
+  // rank's GPU for NCCL (NcclDevice). Host values (loss sums, flags) are
+  // reduced in a tensor here.
+  c10::Device device = c10::Device(c10::kCPU);
   // "cp[dp=1] rank 0/2 (global rank 2)".
   std::string Describe() const;
 };
@@ -109,13 +115,21 @@ RendezvousOptions RendezvousOptionsFor(const RankEnv& env, CommBackend backend);
 // GPUs (spec.resources.gpusPerProc > 0) and `device` is not "cpu"; else Gloo.
 CommBackend TrainingBackend(const api::JobSpec& job, const std::string& device);
 
+// The GPU an NCCL rank uses: cuda:(local_rank % visible_devices), the rule
+// the trainer's `auto` device follows (train/trainer.h). REQUIRES:
+// visible_devices >= 1.
+c10::Device NcclDevice(int local_rank, int64_t visible_devices);
+
 class ProcessGroups {
  public:
   // Connects to (rank 0: serves) the TCPStore and builds the groups.
   // Unavailable when the store cannot be reached in time; the message names
   // the address, port, rank and world size.
-  // Side effect: sets SIGPIPE to ignored for the process, so a dead peer is
-  // reported as an error from the collective rather than killing this rank.
+  // Side effects: sets SIGPIPE to ignored for the process, so a dead peer is
+  // reported as an error from the collective rather than killing this rank;
+  // on NCCL, makes NcclDevice the current CUDA device (c10d binds its
+  // communicators to it). FailedPrecondition when NCCL is asked for and no
+  // GPU is visible.
   static StatusOr<std::unique_ptr<ProcessGroups>> Create(const RankLayout& layout,
                                                          const RendezvousOptions& options);
   // Builds the groups over an existing store (tests).
@@ -158,15 +172,8 @@ class PendingCollective {
   std::function<void()> finish_;
 };
 
-// out[r*n : (r+1)*n] = input of group rank r, for inputs of n rows each.
-// REQUIRES: out.size(0) == group.size * input.size(0), both contiguous, same dtype.
-PendingCollective StartAllGather(Group& group, const at::Tensor& input, const at::Tensor& out);
-
-// out = sum over group ranks of input[rank*n : (rank+1)*n] (a reduce-scatter;
-// on Gloo an all-to-all plus a local sum, as Gloo has no reduce-scatter).
-// REQUIRES: input.size(0) == group.size * out.size(0), contiguous, same dtype.
-PendingCollective StartReduceScatterSum(Group& group, const at::Tensor& input,
-                                        const at::Tensor& out);
+// The CP exchange primitives (all-gather, reduce-scatter) are in
+// cp_exchange.h.
 
 // In-place element-wise sum over the group.
 PendingCollective StartAllReduceSum(Group& group, const at::Tensor& tensor);

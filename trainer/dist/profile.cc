@@ -19,6 +19,7 @@
 #include "common/file_util.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/model_config.h"
+#include "trainer/dist/cp_exchange.h"
 #include "trainer/dist/process_groups.h"
 #include "trainer/dist/runtime_guard.h"
 #include "trainer/metrics/process_memory.h"
