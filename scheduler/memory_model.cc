@@ -39,6 +39,12 @@ StatusOr<Precision> ParsePrecision(const std::string& name) {
   return InvalidArgumentError("precision must be 'bf16' or 'fp32' (got '" + name + "')");
 }
 
+const std::vector<std::string>& LoraProjectionNames() {
+  static const std::vector<std::string> kNames = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                                  "gate_proj", "up_proj", "down_proj"};
+  return kNames;
+}
+
 StateBytesPerParameter BytesPerParameter(Precision precision) {
   if (precision == Precision::kBf16) return {2, 2, 12};  // ZeRO's K = 12: master, m, v
   return {4, 4, 8};                                      // weights are the master: m, v

@@ -56,6 +56,8 @@ struct LoraShape {
   std::vector<std::string> target_modules = {"q_proj", "k_proj", "v_proj", "o_proj"};
   bool enabled() const { return rank > 0; }
 };
+// The projection names LoRA can target, in layer order.
+const std::vector<std::string>& LoraProjectionNames();
 // Parameters the adapters add: rank x (in + out) per targeted projection per
 // layer. 0 when LoRA is off.
 int64_t LoraParameters(const ModelConfig& model, const LoraShape& lora);

@@ -1,5 +1,6 @@
 #include "scheduler/cli/flags.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <limits>
@@ -225,12 +226,13 @@ void ParseBucket(FlagValues& v, BucketFlags* out, std::vector<std::string>* erro
     }
   }
   if (v.count("--lora-modules")) out->lora.target_modules = SplitCommaList(v["--lora-modules"]);
+  const std::vector<std::string>& known = LoraProjectionNames();
   for (const std::string& m : out->lora.target_modules) {
-    if (m != "q_proj" && m != "k_proj" && m != "v_proj" && m != "o_proj" && m != "gate_proj" &&
-        m != "up_proj" && m != "down_proj") {
-      errors->push_back("--lora-modules: unknown module '" + m +
-                        "' (expected q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj or "
-                        "down_proj)");
+    if (std::find(known.begin(), known.end(), m) == known.end()) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      errors->push_back("--lora-modules: unknown module '" + m + "' (expected one of " + list +
+                        ")");
     }
   }
   if (v.count("--recompute")) {
