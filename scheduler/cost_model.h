@@ -11,9 +11,10 @@
 //   training = 3 x forward (backward is 2 x forward); full recompute adds
 //   one more forward (reported by HardwareFlopsPerSequence only).
 //
-// Memory: static bytes (weights, gradients, optimizer state, sharded by the
-// ZeRO stage over `dp_for_sharding` ranks) plus activation bytes that are
-// linear in the tokens a rank holds (FlashAttention keeps attention O(S)).
+// Memory: the line of scheduler/memory_model.h: static bytes (weights,
+// gradients, optimizer state by precision, LoRA and ZeRO stage, sharded over
+// `dp_for_sharding` ranks) plus activation bytes linear in the tokens a rank
+// holds (FlashAttention keeps attention O(S)).
 //
 // Thread safety: immutable after construction; safe to share.
 #ifndef SKRULL_SCHEDULER_COST_MODEL_H_
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 
+#include "scheduler/memory_model.h"
 #include "scheduler/model_config.h"
 
 namespace skrull::scheduler {
@@ -30,11 +32,12 @@ struct CostModelOptions {
   // forward to the hardware FLOPs and shrinks activation memory to the layer
   // inputs plus one layer's working set.
   bool recompute = false;
-  int bytes_per_param = 2;             // bf16 weights
-  int bytes_per_grad = 4;              // fp32 gradients
-  int optimizer_bytes_per_param = 12;  // fp32 master copy + Adam m and v
+  // Training precision: bf16 mixed precision or fp32 (memory_model.h).
+  Precision precision = Precision::kBf16;
+  LoraShape lora;  // rank 0 (the default) = full fine-tuning
   // ZeRO stage: 0 replicates everything; 1 shards optimizer state; 2 also
-  // gradients; 3 also weights. Sharding is over `dp_for_sharding` ranks.
+  // gradients; 3 also weights. Sharding is over `dp_for_sharding` ranks (all
+  // DP x CP ranks in Skrull).
   int zero_stage = 2;
   int dp_for_sharding = 1;
   // Measured activation bytes per token held on a rank (0 = derive from the
@@ -45,10 +48,10 @@ struct CostModelOptions {
   // Bytes BucketSizeTokens() keeps free besides the safety margin: CUDA
   // context, NCCL buffers, cuBLAS workspace, allocator fragmentation.
   double reserve_bytes = 2.0 * (1 << 30);
-  // Bytes per (token x vocabulary entry) alive at the loss peak: bf16 logits
-  // (2) + fp32 upcast (4) + fp32 log-softmax / gradient (4). A fused or
-  // chunked cross-entropy lowers it; 0 ignores the LM head's peak.
-  double logits_bytes_per_token_per_vocab = 10;
+  // Bytes per (token x vocabulary entry) alive at the loss peak; < 0 = by
+  // precision (ActivationOptions). A chunked cross-entropy lowers it; 0
+  // ignores the LM head's peak.
+  double logits_bytes_per_token_per_vocab = -1;
 };
 
 class CostModel {
@@ -78,17 +81,24 @@ class CostModel {
   // Bytes of K and V for `tokens` tokens in one layer (bf16), the payload a
   // CP all-gather of a distributed sequence moves.
   double KvBytesPerLayer(int64_t tokens) const;
-  // Gradient bytes reduced once per step (all parameters, bytes_per_grad).
+  // Gradient bytes reduced once per step: the trainable parameters (the
+  // adapters under LoRA) in float32, which the trainer reduces
+  // (trainer/train/optimizer.h, ReducibleGradients).
   double GradientBytes() const;
 
-  // Weights + gradients + optimizer state on one rank (or options.static_bytes).
+  // Weights, gradients and optimizer state on one rank, by kind.
+  StaticMemory StaticMemoryBreakdown() const;
+  // Their sum (or options.static_bytes when set).
   double StaticMemoryBytes() const;
   // Activation bytes per token held on a rank, including the logits/loss
   // peak (or options.activation_bytes_per_token).
   double ActivationBytesPerToken() const;
+  // {StaticMemoryBytes(), ActivationBytesPerToken()}.
+  MemoryLine Memory() const;
   // BucketSize = floor((device_memory_bytes * (1 - safety_margin)
   //                     - StaticMemoryBytes() - reserve_bytes) / ActivationBytesPerToken()),
-  // or 0 when nothing is left. REQUIRES: 0 <= safety_margin < 1.
+  // or 0 when nothing is left (scheduler::BucketSizeTokens).
+  // REQUIRES: 0 <= safety_margin < 1.
   int64_t BucketSizeTokens(double device_memory_bytes, double safety_margin) const;
 
  private:

@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "scheduler/packing.h"
+#include "scheduler/parallel_for.h"
 #include "scheduler/policy.h"
 #include "scheduler/simulator.h"
 
@@ -289,6 +290,14 @@ struct SplitResult {
   }
 };
 
+// Threads RunGds uses: one below kParallelMinSequences (starting threads
+// costs more than it saves on a small batch), else options.threads (0 =
+// DefaultSchedulerThreads()).
+int GdsThreads(const GdsOptions& options, size_t sequences) {
+  if (sequences < kParallelMinSequences) return 1;
+  return options.threads > 0 ? options.threads : DefaultSchedulerThreads();
+}
+
 }  // namespace
 
 std::vector<std::vector<int>> LptBinPack(const std::vector<double>& weights, int bins) {
@@ -321,21 +330,29 @@ GdsResult RunGds(const std::vector<Sequence>& batch, const GdsOptions& options,
   for (const Sequence& s : batch) weights.push_back(cost.FlopsPerSequence(s.length));
   const auto bins = LptBinPack(weights, dp);
 
-  RankScheduler scheduler(options, cost);
-  SplitResult best;
-  for (int d = 0; d < dp; ++d) {
+  // DP ranks are independent after the split: each index is scheduled on
+  // its own RankScheduler and stored by index, so the plan is the same for
+  // any thread count (parallel_for.h).
+  const int threads = GdsThreads(options, batch.size());
+  std::vector<Batching> ranks(static_cast<size_t>(dp));
+  ParallelFor(dp, threads, [&](int d) {
     std::vector<Sequence> sub;
     for (int k : bins[d]) sub.push_back(batch[k]);
-    best.Add(scheduler.Run(sub), scheduler.sync());
-  }
+    ranks[d] = RankScheduler(options, cost).Run(sub);
+  });
+  const RankScheduler scheduler(options, cost);
+  SplitResult best;
+  for (Batching& b : ranks) best.Add(std::move(b), scheduler.sync());
   if (options.cost_aware) {
     // FLOPs balance and the local/shard choices are estimates; static CP's
     // own plan (contiguous DP split, in-order packing, all distributed) is
     // priced too and kept when it is estimated faster.
+    const SequenceGroups parts = ContiguousSplit(batch, dp);
+    std::vector<Batching> static_ranks(parts.size());
+    ParallelFor(static_cast<int>(parts.size()), threads,
+                [&](int d) { static_ranks[d] = scheduler.StaticCp(parts[d]); });
     SplitResult static_cp;
-    for (const auto& sub : ContiguousSplit(batch, dp)) {
-      static_cp.Add(scheduler.StaticCp(sub), scheduler.sync());
-    }
+    for (Batching& b : static_ranks) static_cp.Add(std::move(b), scheduler.sync());
     if (static_cp.seconds < best.seconds) best = std::move(static_cp);
   }
 

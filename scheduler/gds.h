@@ -46,7 +46,14 @@ struct GdsOptions {
   // 2 extra counts changed no result and doubled the scheduling time.
   int extra_micro_batch_counts = 0;
   const HardwareProfile* hardware = nullptr;  // REQUIRES: set when cost_aware
+  // Threads scheduling DP ranks concurrently on batches of at least
+  // kParallelMinSequences sequences; 0 = DefaultSchedulerThreads()
+  // (parallel_for.h). The result does not depend on it.
+  int threads = 0;
 };
+
+// Batches smaller than this are scheduled on the calling thread only.
+inline constexpr size_t kParallelMinSequences = 4096;
 
 struct GdsResult {
   std::vector<DpRankPlan> ranks;  // size dp; not padded, derived fields empty

@@ -140,6 +140,7 @@ StatusOr<HardwareProfile> ParseHardwareProfileJson(const std::string& text,
     MutableCollective(p, op) = c;
   }
   p.kernel_launch_seconds = errors.Take(f.RequiredDouble("kernel_launch_seconds", 0));
+  p.device_memory_bytes = errors.Take(f.OptionalDouble("device_memory_bytes", 0, 0));
   p.source_notes = errors.Take(f.OptionalString("source_notes"));
   if (!errors.empty()) return errors.ToStatus();
   return p;
@@ -157,6 +158,7 @@ std::string ToJson(const HardwareProfile& p) {
                                {"bandwidth_bytes_per_second", c.bandwidth_bytes_per_second}};
   }
   j["kernel_launch_seconds"] = p.kernel_launch_seconds;
+  if (p.device_memory_bytes > 0) j["device_memory_bytes"] = p.device_memory_bytes;
   j["source_notes"] = p.source_notes;
   return j.dump(2) + "\n";
 }
@@ -176,6 +178,7 @@ HardwareProfile H100Profile() {
   p.reduce_scatter = {51.5e-6, 143.2e9};
   p.all_reduce = {64.4e-6, 147.5e9};
   p.kernel_launch_seconds = 5e-6;
+  p.device_memory_bytes = 81559.0 * (1 << 20);
   p.source_notes =
       "peak_flops_per_second: NVIDIA H100 SXM datasheet, 989 TFLOP/s dense BF16. "
       "attention_efficiency 512..16384: FlashAttention-3 paper (arXiv 2407.08608, Fig. 'Attention "
@@ -193,7 +196,10 @@ HardwareProfile H100Profile() {
       "InfiniBand), least squares on relative error, assuming the table's group size was 8: "
       "all_gather 43.9 us + bytes*(n-1)/n / 133.8 GB/s (max error 23%), reduce_scatter 51.5 us + "
       "bytes*(n-1)/n / 143.2 GB/s (13%), all_reduce 64.4 us + bytes*2(n-1)/n / 147.5 GB/s (16%). "
-      "kernel_launch_seconds: typical CUDA launch plus dispatch gap, about 5 us (estimate).";
+      "kernel_launch_seconds: typical CUDA launch plus dispatch gap, about 5 us (estimate). "
+      "device_memory_bytes: 81,559 MiB, the total NVML (nvidia-smi) reports for an H100 80GB "
+      "(Modal, 'Why does an NVIDIA H100 80GB card offer 85.52 GB?', "
+      "thundergolfer.com/blog/nvidia-gpu-memory-capacity).";
   return p;
 }
 

@@ -49,6 +49,10 @@ struct HardwareProfile {
   Collective all_reduce;
   // Fixed cost of one kernel launch (CPU launch + GPU dispatch gap).
   double kernel_launch_seconds = 0;
+  // Memory of one device (what NVML / cudaMemGetInfo report as total), the
+  // budget BucketSize is derived from (memory_model.h). 0 = unknown; JSON
+  // field "device_memory_bytes", optional.
+  double device_memory_bytes = 0;
   std::string source_notes;  // where each number came from
 
   // Seconds for `flops` of dense GEMM work done in kernels of

@@ -52,6 +52,9 @@ struct ScheduleOptions {
   // Time model for the cost-aware steps of `skrull` (not owned; must
   // outlive the call). Null uses H100Profile(). Other policies ignore it.
   const HardwareProfile* hardware = nullptr;
+  // Threads `skrull`'s GDS may schedule DP ranks on (large batches only;
+  // gds.h). 0 = DefaultSchedulerThreads(). The plan does not depend on it.
+  int threads = 0;
 };
 
 // What is wrong with a layout against the limits above ("topology: dp x cp =

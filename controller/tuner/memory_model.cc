@@ -99,29 +99,7 @@ MemoryFit FitMemoryModel(const std::vector<MemoryPoint>& steps, double min_token
 
 double TokensForBudget(const MemoryFit& fit, double budget_bytes) {
   SKRULL_CHECK(fit.method != FitMethod::kNone) << "TokensForBudget needs a fit";
-  if (fit.method == FitMethod::kHeadroomRatio) {
-    return static_cast<double>(fit.peak.tokens) * budget_bytes /
-           static_cast<double>(fit.peak.bytes);
-  }
-  return (budget_bytes - fit.static_bytes) / fit.bytes_per_token;
-}
-
-std::string FormatBytes(double bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  const double sign = bytes < 0 ? -1 : 1;
-  double v = std::fabs(bytes);
-  size_t unit = 0;
-  while (v >= 1024 && unit + 1 < sizeof(kUnits) / sizeof(kUnits[0])) {
-    v /= 1024;
-    ++unit;
-  }
-  char buf[48];
-  if (unit == 0) {
-    std::snprintf(buf, sizeof(buf), "%.0f B", sign * v);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.1f %s", sign * v, kUnits[unit]);
-  }
-  return buf;
+  return fit.line().TokensWithin(budget_bytes);
 }
 
 }  // namespace skrull::tuner

@@ -25,6 +25,10 @@
 // step is its own point; either way memory is never paired with more tokens
 // than were held when it was reached.
 //
+// The line and the budget arithmetic are the scheduler's
+// (scheduler/memory_model.h), which also derives BucketSize from a model's
+// architecture; this file only fits the line to measurements.
+//
 // Thread safety: pure functions on values.
 #ifndef SKRULL_CONTROLLER_TUNER_MEMORY_MODEL_H_
 #define SKRULL_CONTROLLER_TUNER_MEMORY_MODEL_H_
@@ -33,7 +37,11 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/memory_model.h"
+
 namespace skrull::tuner {
+
+using scheduler::FormatBytes;
 
 // One step of one rank: the most tokens it held in a micro-batch, and its
 // memory peak as reported for that step.
@@ -67,6 +75,9 @@ struct MemoryFit {
   // kHeadroomRatio: why no line was fitted ("one token count (480)", "slope
   // not positive over 3 points: memory did not grow with tokens", ...).
   std::string why_no_line;
+
+  // The fitted line, or the ratio's implied line (static 0).
+  scheduler::MemoryLine line() const { return {static_bytes, bytes_per_token}; }
 };
 
 // Fits the model to a rank's steps (in step order). A line needs at least two
@@ -77,14 +88,10 @@ struct MemoryFit {
 MemoryFit FitMemoryModel(const std::vector<MemoryPoint>& steps, double min_token_spread = 0.1);
 
 // Tokens a rank can hold within `budget_bytes` under `fit`, before rounding
-// or clamping: (budget - static) / bytes_per_token for a line, peak.tokens x
-// budget / peak.bytes for the ratio. Can be <= 0 (nothing fits). REQUIRES:
-// fit.method != kNone.
+// or clamping: fit.line().TokensWithin(budget), i.e. (budget - static) /
+// bytes_per_token for a line, peak.tokens x budget / peak.bytes for the
+// ratio. Can be <= 0 (nothing fits). REQUIRES: fit.method != kNone.
 double TokensForBudget(const MemoryFit& fit, double budget_bytes);
-
-// 1024-based, one decimal: 512 -> "512 B", 1.5 * 2^20 -> "1.5 MiB",
-// 6.58e10 -> "61.3 GiB". Negative values keep their sign.
-std::string FormatBytes(double bytes);
 
 }  // namespace skrull::tuner
 

@@ -137,10 +137,7 @@ std::vector<Sequence> FirstSampledBatch(const std::vector<int64_t>& dataset, int
 
 }  // namespace
 
-StatusOr<CostModel> LoadCostModel(const std::string& model_flag, const Topology& topology) {
-  CostModelOptions options;
-  options.zero_stage = 2;
-  options.dp_for_sharding = std::max(1, topology.WorldSize());
+StatusOr<ModelConfig> LoadModelConfig(const std::string& model_flag) {
   const bool ends_in_json =
       model_flag.size() > 5 && model_flag.compare(model_flag.size() - 5, 5, ".json") == 0;
   const bool looks_like_path = ends_in_json || model_flag.find('/') != std::string::npos;
@@ -154,7 +151,7 @@ StatusOr<CostModel> LoadCostModel(const std::string& model_flag, const Topology&
     }
     auto config = ParseHfConfigJson(*text, model_flag);
     if (!config.ok()) return config.status().WithContext("--model");
-    return CostModel(*config, options);
+    return *config;
   }
   auto config = ModelPreset(model_flag);
   if (!config.ok()) {
@@ -162,6 +159,15 @@ StatusOr<CostModel> LoadCostModel(const std::string& model_flag, const Topology&
                                 "'; use qwen2.5-0.5b, qwen2.5-7b, tiny, or a path to a Hugging "
                                 "Face config.json");
   }
+  return *config;
+}
+
+StatusOr<CostModel> LoadCostModel(const std::string& model_flag, const Topology& topology) {
+  CostModelOptions options;
+  options.zero_stage = 2;
+  options.dp_for_sharding = std::max(1, topology.WorldSize());
+  auto config = LoadModelConfig(model_flag);
+  if (!config.ok()) return config.status();
   return CostModel(*config, options);
 }
 
@@ -369,6 +375,9 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
       break;
     case Command::kSimulate:
       status = RunSimulate(inv->simulate, out);
+      break;
+    case Command::kBucket:
+      status = RunBucket(inv->bucket, out);
       break;
   }
   if (status.ok()) return kExitOk;

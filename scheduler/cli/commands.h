@@ -23,8 +23,10 @@ inline constexpr int kExitUsage = 2;     // bad flags, bad or missing input file
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // --model: a preset name, or a Hugging Face config.json path (a value ending
-// in ".json" or naming an existing file). CostModel options: ZeRO-2 over all
-// dp x cp ranks (memory figures only; timing does not depend on them).
+// in ".json" or naming an existing file).
+StatusOr<ModelConfig> LoadModelConfig(const std::string& model_flag);
+// LoadModelConfig's model with CostModel options ZeRO-2 over all dp x cp
+// ranks (memory figures only; timing does not depend on them).
 StatusOr<CostModel> LoadCostModel(const std::string& model_flag, const Topology& topology);
 // --hardware: empty = H100Profile(), else a profile JSON file.
 StatusOr<HardwareProfile> LoadHardwareProfile(const std::string& path);
@@ -33,6 +35,9 @@ StatusOr<HardwareProfile> LoadHardwareProfile(const std::string& path);
 // written when flags.common.svg_path is set.
 Status RunSchedule(const ScheduleFlags& flags, std::ostream& out);
 Status RunSimulate(const SimulateFlags& flags, std::ostream& out);
+// `bucket` (bucket.cc): prints the report; FailedPrecondition (exit 2) when
+// the static memory alone fills the budget, naming the ZeRO stage that fits.
+Status RunBucket(const BucketFlags& flags, std::ostream& out);
 
 }  // namespace skrull::scheduler::cli
 

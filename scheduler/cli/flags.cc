@@ -1,6 +1,8 @@
 #include "scheduler/cli/flags.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <limits>
 #include <map>
 
@@ -112,38 +114,60 @@ Status CollectFlags(const std::vector<std::string>& args, const std::string& com
   return OkStatus();
 }
 
+bool Required(FlagValues& v, const std::string& name, const std::string& example,
+              std::vector<std::string>* errors) {
+  if (v.count(name)) return true;
+  errors->push_back(name + ": required (e.g. " + name + " " + example + ")");
+  return false;
+}
+
+// --dp and --cp (required) and their product's bound.
+void ParseTopology(FlagValues& v, Topology* topology, std::vector<std::string>* errors) {
+  struct Degree {
+    const char* name;
+    const char* example;
+    int* field;
+  };
+  for (const Degree& d : {Degree{"--dp", "4", &topology->dp}, Degree{"--cp", "8", &topology->cp}}) {
+    const std::string name = d.name;
+    int* field = d.field;
+    if (!Required(v, name, d.example, errors)) continue;
+    auto n = ParseInt64(name, v[name], 1, kMaxWorldSize);
+    if (n.ok()) {
+      *field = static_cast<int>(*n);
+    } else {
+      errors->push_back(n.status().message());
+    }
+  }
+  int64_t world = 0;
+  if (!MulAtMost(topology->dp, topology->cp, kMaxWorldSize, &world)) {
+    errors->push_back("--dp x --cp = " + std::to_string(int64_t{topology->dp} * topology->cp) +
+                      " ranks exceeds the maximum " + std::to_string(kMaxWorldSize) +
+                      "; lower --dp or --cp");
+  }
+}
+
+void ParseFormat(FlagValues& v, OutputFormat* out, std::vector<std::string>* errors) {
+  if (!v.count("--format")) return;
+  const std::string& f = v["--format"];
+  if (f == "text") {
+    *out = OutputFormat::kText;
+  } else if (f == "json") {
+    *out = OutputFormat::kJson;
+  } else {
+    errors->push_back("--format: must be 'text' or 'json' (got '" + f + "')");
+  }
+}
+
 void ParseCommon(FlagValues& v, CommonFlags* out, std::vector<std::string>* errors) {
-  auto required = [&](const std::string& name, const std::string& example) -> bool {
-    if (v.count(name)) return true;
-    errors->push_back(name + ": required (e.g. " + name + " " + example + ")");
-    return false;
+  auto required = [&](const std::string& name, const std::string& example) {
+    return Required(v, name, example, errors);
   };
   if (required("--lengths", "batch.txt")) {
     out->lengths_path = v["--lengths"];
     if (out->lengths_path.empty()) errors->push_back("--lengths: empty path");
   }
-  if (required("--dp", "4")) {
-    auto dp = ParseInt64("--dp", v["--dp"], 1, kMaxWorldSize);
-    if (dp.ok()) {
-      out->topology.dp = static_cast<int>(*dp);
-    } else {
-      errors->push_back(dp.status().message());
-    }
-  }
-  if (required("--cp", "8")) {
-    auto cp = ParseInt64("--cp", v["--cp"], 1, kMaxWorldSize);
-    if (cp.ok()) {
-      out->topology.cp = static_cast<int>(*cp);
-    } else {
-      errors->push_back(cp.status().message());
-    }
-  }
-  int64_t world = 0;
-  if (!MulAtMost(out->topology.dp, out->topology.cp, kMaxWorldSize, &world)) {
-    errors->push_back(
-        "--dp x --cp = " + std::to_string(int64_t{out->topology.dp} * out->topology.cp) +
-        " ranks exceeds the maximum " + std::to_string(kMaxWorldSize) + "; lower --dp or --cp");
-  }
+  ParseTopology(v, &out->topology, errors);
   if (required("--bucket-size", "26K")) {
     auto bucket = ParseTokenCount("--bucket-size", v["--bucket-size"]);
     if (bucket.ok()) {
@@ -160,20 +184,75 @@ void ParseCommon(FlagValues& v, CommonFlags* out, std::vector<std::string>* erro
     out->hardware_path = v["--hardware"];
     if (out->hardware_path.empty()) errors->push_back("--hardware: empty path");
   }
-  if (v.count("--format")) {
-    const std::string& f = v["--format"];
-    if (f == "text") {
-      out->format = OutputFormat::kText;
-    } else if (f == "json") {
-      out->format = OutputFormat::kJson;
-    } else {
-      errors->push_back("--format: must be 'text' or 'json' (got '" + f + "')");
-    }
-  }
+  ParseFormat(v, &out->format, errors);
   if (v.count("--svg")) {
     out->svg_path = v["--svg"];
     if (out->svg_path.empty()) errors->push_back("--svg: empty path");
   }
+}
+
+void ParseBucket(FlagValues& v, BucketFlags* out, std::vector<std::string>* errors) {
+  if (Required(v, "--model", "qwen2.5-7b", errors)) {
+    out->model = v["--model"];
+    if (out->model.empty()) errors->push_back("--model: empty; give a preset name or a path");
+  }
+  if (v.count("--hardware")) {
+    out->hardware_path = v["--hardware"];
+    if (out->hardware_path.empty()) errors->push_back("--hardware: empty path");
+  }
+  ParseTopology(v, &out->topology, errors);
+  if (Required(v, "--zero-stage", "2", errors)) {
+    auto stage = ParseInt64("--zero-stage", v["--zero-stage"], 0, kMaxTrainerZeroStage);
+    if (stage.ok()) {
+      out->zero_stage = static_cast<int>(*stage);
+    } else {
+      errors->push_back(stage.status().message());
+    }
+  }
+  if (Required(v, "--precision", "bf16", errors)) {
+    auto precision = ParsePrecision(v["--precision"]);
+    if (precision.ok()) {
+      out->precision = *precision;
+    } else {
+      errors->push_back("--precision: " + precision.status().message());
+    }
+  }
+  if (v.count("--lora-rank")) {
+    auto rank = ParseInt64("--lora-rank", v["--lora-rank"], 0, 65536);
+    if (rank.ok()) {
+      out->lora.rank = *rank;
+    } else {
+      errors->push_back(rank.status().message());
+    }
+  }
+  if (v.count("--lora-modules")) out->lora.target_modules = SplitCommaList(v["--lora-modules"]);
+  const std::vector<std::string>& known = LoraProjectionNames();
+  for (const std::string& m : out->lora.target_modules) {
+    if (std::find(known.begin(), known.end(), m) == known.end()) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      errors->push_back("--lora-modules: unknown module '" + m + "' (expected one of " + list +
+                        ")");
+    }
+  }
+  if (v.count("--recompute")) {
+    const std::string& r = v["--recompute"];
+    out->recompute = r == "full";
+    if (r != "full" && r != "none") {
+      errors->push_back("--recompute: must be 'none' or 'full' (got '" + r + "')");
+    }
+  }
+  if (v.count("--memory-fraction")) {
+    const std::string& text = v["--memory-fraction"];
+    char* end = nullptr;
+    const double f = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !(f > 0 && f <= 1)) {
+      errors->push_back("--memory-fraction: expected a number in (0, 1] (got '" + text + "')");
+    } else {
+      out->memory_fraction = f;
+    }
+  }
+  ParseFormat(v, &out->format, errors);
 }
 
 std::vector<std::string> CommonFlagNames() {
@@ -215,7 +294,9 @@ std::string TopLevelUsage() {
          "      schedule one global batch (FILE holds its lengths) and print the plan\n"
          "  skrull-plan simulate --lengths FILE --dp D --cp C --bucket-size T --batch-size B ...\n"
          "      sample global batches from a dataset (FILE) and compare all policies\n"
-         "  skrull-plan help [schedule|simulate]\n"
+         "  skrull-plan bucket --model M --dp D --cp C --zero-stage S --precision P ...\n"
+         "      derive BucketSize from the memory model and the device's memory\n"
+         "  skrull-plan help [schedule|simulate|bucket]\n"
          "\n"
          "Exit codes: 0 ok, 2 bad flags or input, 1 internal error.\n"
          "Run 'skrull-plan <command> --help' for the command's flags.\n";
@@ -270,10 +351,64 @@ std::string SimulateUsage() {
          "      --batch-size 64 --steps 50\n";
 }
 
+namespace {
+
+StatusOr<Invocation> ParseBucketCommand(const std::vector<std::string>& args) {
+  FlagValues values;
+  std::vector<std::string> errors;
+  const std::vector<std::string> known = {
+      "--model",      "--hardware",        "--dp",        "--cp",
+      "--zero-stage", "--precision",       "--lora-rank", "--lora-modules",
+      "--recompute",  "--memory-fraction", "--format"};
+  Status parsed = CollectFlags(args, "bucket", known, &values, &errors);
+  if (!parsed.ok()) return JoinErrors({parsed.message()}, "bucket");
+  Invocation inv;
+  inv.command = Command::kBucket;
+  ParseBucket(values, &inv.bucket, &errors);
+  if (!errors.empty()) return JoinErrors(errors, "bucket");
+  return inv;
+}
+
+}  // namespace
+
+std::string BucketUsage() {
+  return "usage: skrull-plan bucket --model M --dp D --cp C --zero-stage 0|1|2\n"
+         "                          --precision bf16|fp32 [--hardware FILE] [--lora-rank R]\n"
+         "                          [--lora-modules a,b] [--recompute none|full]\n"
+         "                          [--memory-fraction F] [--format text|json]\n"
+         "\n"
+         "Derives BucketSize from the memory model (docs/scheduler.md): static bytes per rank\n"
+         "(weights, gradients, optimizer state; ZeRO shards them over all D x C ranks),\n"
+         "activation bytes per token, and the device memory of the hardware profile:\n"
+         "  bucket_size_tokens = (device x F - reserve - static) / activation bytes per token\n"
+         "Exits 2 when the static memory alone fills the budget, naming the ZeRO stage\n"
+         "that would fit (the report is still printed). JSON output:\n"
+         "  {\"static_bytes\":{\"weights\",\"gradients\",\"optimizer\",\"total\"},\n"
+         "   \"activation_bytes_per_token\",\"bucket_size_tokens\",\"fits\",\n"
+         "   \"fitting_zero_stage\", ...}\n"
+         "\n"
+         "flags:\n"
+         "  --model M            preset (qwen2.5-0.5b, qwen2.5-7b, tiny) or a Hugging Face\n"
+         "                       config.json path\n"
+         "  --hardware FILE      hardware profile JSON with \"device_memory_bytes\"\n"
+         "                       (default: built-in H100 profile, 81,559 MiB)\n"
+         "  --dp D, --cp C       data- and context-parallel degrees (>= 1)\n"
+         "  --zero-stage S       0 (replicated), 1 (optimizer state sharded), 2 (also gradients)\n"
+         "  --precision P        bf16 (mixed precision, fp32 master weights) or fp32\n"
+         "  --lora-rank R        LoRA adapters of rank R (default 0: full fine-tuning)\n"
+         "  --lora-modules a,b   LoRA targets (default q_proj,k_proj,v_proj,o_proj)\n"
+         "  --recompute R        none (default) or full activation recompute\n"
+         "  --memory-fraction F  share of device memory to plan for (default 0.9)\n"
+         "  --format F           text (default) or json\n"
+         "\nexample:\n"
+         "  skrull-plan bucket --model qwen2.5-7b --dp 4 --cp 8 --zero-stage 2 --precision bf16\n";
+}
+
 StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
   Invocation inv;
   if (args.empty()) {
-    return InvalidArgumentError("missing command (schedule or simulate)\n" + TopLevelUsage());
+    return InvalidArgumentError("missing command (schedule, simulate or bucket)\n" +
+                                TopLevelUsage());
   }
   const std::string& command = args[0];
   auto wants_help = [&](size_t from) {
@@ -288,18 +423,23 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
     if (command == "help" && args.size() > 1) {
       if (args[1] == "schedule") inv.help_text = ScheduleUsage();
       if (args[1] == "simulate") inv.help_text = SimulateUsage();
+      if (args[1] == "bucket") inv.help_text = BucketUsage();
     }
     return inv;
   }
-  if (command != "schedule" && command != "simulate") {
+  if (command != "schedule" && command != "simulate" && command != "bucket") {
     return InvalidArgumentError("unknown command '" + command +
-                                "'; expected 'schedule' or 'simulate'\n" + TopLevelUsage());
+                                "'; expected 'schedule', 'simulate' or 'bucket'\n" +
+                                TopLevelUsage());
   }
   if (wants_help(1)) {
     inv.command = Command::kHelp;
-    inv.help_text = command == "schedule" ? ScheduleUsage() : SimulateUsage();
+    inv.help_text = command == "schedule"   ? ScheduleUsage()
+                    : command == "simulate" ? SimulateUsage()
+                                            : BucketUsage();
     return inv;
   }
+  if (command == "bucket") return ParseBucketCommand(args);
 
   std::vector<std::string> known = CommonFlagNames();
   if (command == "schedule") {

@@ -7,6 +7,11 @@
 //                        --batch-size B [--steps N] [--seed S] [--policies a,b]
 //                        [--model ...] [--hardware FILE] [--format text|json]
 //                        [--svg OUT]
+//   skrull-plan bucket --model NAME|config.json [--hardware FILE] --dp D
+//                      --cp C --zero-stage 0|1|2 --precision bf16|fp32
+//                      [--lora-rank R] [--lora-modules a,b]
+//                      [--recompute none|full] [--memory-fraction F]
+//                      [--format text|json]
 //
 // Flags are read with CLI11 and take their value as the next argument or
 // after '=' (`--dp 4`, `--dp=4`). Token counts accept a K (x1024) or M
@@ -23,6 +28,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "scheduler/memory_model.h"
 #include "scheduler/plan.h"
 
 namespace skrull::scheduler::cli {
@@ -57,7 +63,20 @@ struct SimulateFlags {
   std::vector<std::string> policies;  // --policies a,b,c; empty = all policies
 };
 
-enum class Command { kHelp, kSchedule, kSimulate };
+// `bucket`: the memory model's BucketSize for one model, device and layout.
+struct BucketFlags {
+  std::string model;                          // --model (required)
+  std::string hardware_path;                  // --hardware; empty = the built-in H100 profile
+  Topology topology;                          // --dp, --cp (required, >= 1)
+  int zero_stage = 0;                         // --zero-stage (required, 0..kMaxTrainerZeroStage)
+  Precision precision = Precision::kBf16;     // --precision (required)
+  LoraShape lora;                             // --lora-rank (default 0: off), --lora-modules
+  bool recompute = false;                     // --recompute none|full
+  double memory_fraction = 0.9;               // --memory-fraction, in (0, 1]
+  OutputFormat format = OutputFormat::kText;  // --format
+};
+
+enum class Command { kHelp, kSchedule, kSimulate, kBucket };
 
 struct Invocation {
   Command command = Command::kHelp;
@@ -65,6 +84,7 @@ struct Invocation {
   std::string help_text;
   ScheduleFlags schedule;  // valid when command == kSchedule
   SimulateFlags simulate;  // valid when command == kSimulate
+  BucketFlags bucket;      // valid when command == kBucket
 };
 
 // Parses argv[1..] (the program name excluded). `--help`/`-h` anywhere, or
@@ -79,6 +99,7 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args);
 std::string TopLevelUsage();
 std::string ScheduleUsage();
 std::string SimulateUsage();
+std::string BucketUsage();
 
 // "26624", "26K", "26k", "1M" -> tokens. Returns an error message naming
 // `flag` on bad input (exposed for tests and for bench/ binaries).

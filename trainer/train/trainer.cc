@@ -234,7 +234,16 @@ Status Run::SetupData() {
 
 Status Run::SetupScheduler() {
   policy_ = job_.scheduler.policy;
-  cost_ = std::make_unique<scheduler::CostModel>(config_);
+  // The memory model's precision and LoRA are the run's (BucketSize auto on
+  // CPU, below; gradient bytes in plan pricing).
+  scheduler::CostModelOptions cost_options;
+  cost_options.precision =
+      dtype_ == c10::kBFloat16 ? scheduler::Precision::kBf16 : scheduler::Precision::kFp32;
+  if (job_.model.lora.has_value()) {
+    cost_options.lora.rank = job_.model.lora->rank;
+    cost_options.lora.target_modules = job_.model.lora->target_modules;
+  }
+  cost_ = std::make_unique<scheduler::CostModel>(config_, cost_options);
   StatusOr<uint64_t> capacity = metrics::ReadHostMemoryCapacityBytes();
   memory_capacity_bytes_ = capacity.ok() && device_.is_cpu() ? *capacity : 0;
   const std::string& profile_path = job_.scheduler.hardware_profile;
