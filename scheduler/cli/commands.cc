@@ -268,6 +268,8 @@ Status RunSimulate(const SimulateFlags& flags, std::ostream& out) {
   options.steps = flags.steps;
   options.seed = flags.seed;
   options.policies = policies;
+  options.zero_stage = flags.zero_stage;
+  options.micro_batch_size = flags.micro_batch_size;
   auto report = Simulate(*lengths, options, *cost, *hw);
   if (!report.ok()) return report.status();
 
@@ -343,6 +345,7 @@ Status RunSimulate(const SimulateFlags& flags, std::ostream& out) {
     so.topology = c.topology;
     so.bucket_size_tokens = c.bucket_size_tokens;
     so.hardware = &*hw;
+    so.micro_batch_size = flags.micro_batch_size;
     auto plan = Schedule(drawn, batch, so, *cost);
     if (!plan.ok()) return plan.status().WithContext("--svg");
     SKRULL_RETURN_IF_ERROR(WriteSvg(c.svg_path, *plan, *cost, *hw,

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 
@@ -263,7 +264,10 @@ std::string SimulateUsage() {
          "  --batch-size B       sequences per DP rank per step (global batch = dp x B)\n"
          "  --steps N            global batches to sample (default 20)\n"
          "  --seed S             sampler seed (default 1)\n"
-         "  --policies a,b       policies to compare (default: all)\n" +
+         "  --policies a,b       policies to compare (default: all)\n"
+         "  --zero-stage S       ZeRO stage the plans are priced at: 0 (default), 1, 2;\n"
+         "                       deepspeed is always priced at 2\n"
+         "  --micro-batch-size N deepspeed's sequences per micro-batch (default 1)\n" +
          PolicyListHelp() +
          "\nexample:\n"
          "  skrull-plan simulate --lengths wiki.txt --dp 4 --cp 8 --bucket-size 26K \\\n"
@@ -305,7 +309,8 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
   if (command == "schedule") {
     known.push_back("--policy");
   } else {
-    for (const char* name : {"--batch-size", "--steps", "--seed", "--policies"}) {
+    for (const char* name : {"--batch-size", "--steps", "--seed", "--policies", "--zero-stage",
+                             "--micro-batch-size"}) {
       known.push_back(name);
     }
   }
@@ -346,6 +351,17 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
         sim.steps = static_cast<int>(*s);
       } else {
         errors.push_back(s.status().message());
+      }
+    }
+    for (auto [name, lo, hi, out] :
+         {std::tuple{"--zero-stage", 0, 2, &sim.zero_stage},
+          std::tuple{"--micro-batch-size", 1, 1 << 20, &sim.micro_batch_size}}) {
+      if (!values.count(name)) continue;
+      auto v = ParseInt64(name, values[name], lo, hi);
+      if (v.ok()) {
+        *out = static_cast<int>(*v);
+      } else {
+        errors.push_back(v.status().message());
       }
     }
     if (values.count("--seed")) {
