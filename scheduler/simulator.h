@@ -131,7 +131,7 @@ GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, 
                               int zero_stage = 0);
 
 struct IterationTime {
-  double seconds = 0;                   // max over DP ranks of GradientSync::RankSeconds
+  double seconds = 0;  // the step with its gradient synchronisation (header comment)
   std::vector<double> dp_rank_seconds;  // per DP rank, without the all-reduce
   double comm_seconds = 0;              // on the slowest DP rank: CP comm + exposed all-reduce
   double compute_seconds = 0;           // on the slowest DP rank
@@ -148,7 +148,7 @@ struct IterationTime {
 IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
                            int zero_stage = 0);
 
-// The tight lower bound of one global batch (issue 15): every sequence's
+// The tight lower bound of one global batch (docs/scheduler.md): every sequence's
 // work at the profile's best efficiency for its size (its dense layers at
 // the best GEMM efficiency up to BucketSize rows, the most a rank's kernel
 // holds; its attention at the best up to its whole length), perfectly

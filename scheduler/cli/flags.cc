@@ -256,7 +256,8 @@ std::string SimulateUsage() {
              "dataset's lengths), schedules each with every policy and simulates the iteration\n"
              "time with the cost model and hardware profile. JSON output:\n"
              "  {\"policies\":{NAME:{\"mean_iteration_seconds\",\"tokens_per_second\",\n"
-             "   \"flops_imbalance\",\"rollbacks\":{\"dacp\",\"gds\"}}},\"lower_bound_seconds\"}\n"
+             "   \"flops_imbalance\",\"rollbacks\":{\"dacp\",\"gds\"}}},\"lower_bound_seconds\",\n"
+             "   \"tight_bound_seconds\"}\n"
              "--svg draws the first sampled batch as scheduled by the first policy.\n"
              "\n"
              "flags:\n") +

@@ -406,6 +406,8 @@ TEST(SkrullPlanSimulate, JsonHasEveryPolicyWithItsStats) {
   ASSERT_TRUE(j.contains("policies"));
   ASSERT_TRUE(j.contains("lower_bound_seconds"));
   EXPECT_GT(j["lower_bound_seconds"].get<double>(), 0);
+  ASSERT_TRUE(j.contains("tight_bound_seconds"));
+  EXPECT_GT(j["tight_bound_seconds"].get<double>(), 0);
   for (Policy p : AllPolicies()) {
     SCOPED_TRACE(PolicyName(p));
     ASSERT_TRUE(j["policies"].contains(PolicyName(p)));
@@ -416,6 +418,7 @@ TEST(SkrullPlanSimulate, JsonHasEveryPolicyWithItsStats) {
     }
     EXPECT_EQ(Keys(s["rollbacks"]), (std::set<std::string>{"dacp", "gds"}));
     EXPECT_GE(s["mean_iteration_seconds"].get<double>(), j["lower_bound_seconds"].get<double>());
+    EXPECT_GE(s["mean_iteration_seconds"].get<double>(), j["tight_bound_seconds"].get<double>());
   }
 }
 
