@@ -39,8 +39,8 @@ auto Fields(const ParallelismSpec& p) {
   return std::tie(p.nodes, p.procs_per_node, p.data_parallel, p.context_parallel);
 }
 auto Fields(const SchedulerSpec& s) {
-  return std::tie(s.policy, s.bucket_size_auto, s.bucket_size_tokens, s.batch_size, s.seed,
-                  s.hardware_profile);
+  return std::tie(s.policy, s.bucket_size_auto, s.bucket_size_tokens, s.batch_size,
+                  s.micro_batch_size, s.seed, s.hardware_profile);
 }
 auto Fields(const TrainingSpec& t) {
   return std::tie(t.steps, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,

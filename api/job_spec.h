@@ -135,7 +135,12 @@ struct SchedulerSpec {
   bool bucket_size_auto = false;
   int64_t bucket_size_tokens = 0;  // > 0 unless bucket_size_auto; tokens one rank may hold
   int batch_size = 8;              // sequences per DP rank per step (global batch = dp x this)
-  uint64_t seed = 0;               // sampler seed (same on every rank)
+  // YAML: microBatchSize. policy deepspeed only: the most sequences in one
+  // micro-batch (DeepSpeed's train_micro_batch_size_per_gpu), 1..batchSize;
+  // the other policies size micro-batches by bucketSize and reject a value
+  // other than 1. Default 1, as long-context SFT on DeepSpeed runs.
+  int micro_batch_size = 1;
+  uint64_t seed = 0;  // sampler seed (same on every rank)
   // YAML: hardwareProfile. Path to a hardware-profile JSON (what
   // `skrull-trainer --profile` writes, or scheduler/profiles/*.json); empty =
   // none. The trainer prices every step's plan with it and, with
@@ -320,8 +325,8 @@ inline bool operator!=(const JobSpec& a, const JobSpec& b) { return !(a == b); }
 
 // The policies spec.scheduler.policy may name, in the order messages list them.
 inline constexpr scheduler::Policy kJobPolicies[] = {
-    scheduler::Policy::kSkrull, scheduler::Policy::kCpAll, scheduler::Policy::kSorted,
-    scheduler::Policy::kBalancedCp, scheduler::Policy::kRoundRobin};
+    scheduler::Policy::kSkrull,     scheduler::Policy::kCpAll,      scheduler::Policy::kSorted,
+    scheduler::Policy::kBalancedCp, scheduler::Policy::kRoundRobin, scheduler::Policy::kDeepSpeed};
 
 // Enum -> YAML spelling ("tokenized-jsonl", "bf16", ...; policies:
 // scheduler::PolicyName).

@@ -57,6 +57,7 @@ void ParseScheduler(MapReader& m, SchedulerSpec* s) {
   m.ReadEnum("policy", kSchedulerPolicyNames, &s->policy);
   m.ReadBucketSize("bucketSize", &s->bucket_size_auto, &s->bucket_size_tokens);
   m.Read("batchSize", &s->batch_size);
+  m.Read("microBatchSize", &s->micro_batch_size);
   m.Read("seed", &s->seed);
   m.Read("hardwareProfile", &s->hardware_profile);
 }

@@ -139,7 +139,10 @@ std::string ToYaml(const JobSpec& s) {
   } else {
     w.Int("bucketSize", sc.bucket_size_tokens);
   }
-  w.Int("batchSize", sc.batch_size).Uint("seed", sc.seed);
+  w.Int("batchSize", sc.batch_size);
+  // Only when not the default, like hardwareProfile below.
+  if (sc.micro_batch_size != 1) w.Int("microBatchSize", sc.micro_batch_size);
+  w.Uint("seed", sc.seed);
   // Only when set: a document without it (and JobSpecHash of such a job)
   // stays as it was before the field existed.
   if (!sc.hardware_profile.empty()) w.Str("hardwareProfile", sc.hardware_profile);

@@ -214,6 +214,29 @@ void CheckParallelism(const ParallelismSpec& p, Checker& c) {
               ") = " + Str(world) + "; " + fix);
 }
 
+// microBatchSize: deepspeed's sequences per micro-batch, 1..batchSize; any
+// other policy packs micro-batches by bucketSize and must leave it at 1.
+void CheckMicroBatchSize(const SchedulerSpec& s, Checker& c) {
+  const std::string path = "spec.scheduler.microBatchSize";
+  if (!c.Usable(path)) return;
+  if (s.policy != scheduler::Policy::kDeepSpeed) {
+    if (s.micro_batch_size != 1 && c.Usable("spec.scheduler.policy")) {
+      c.Error(path, "only policy deepspeed reads it (policy is " +
+                        Quote(scheduler::PolicyName(s.policy)) +
+                        "); remove it or set spec.scheduler.policy: deepspeed (got " +
+                        Str(int64_t{s.micro_batch_size}) + ")");
+    }
+    return;
+  }
+  const int64_t most = c.Usable("spec.scheduler.batchSize") && s.batch_size >= 1
+                           ? std::min<int64_t>(s.batch_size, kMaxBatchSize)
+                           : kMaxBatchSize;
+  if (s.micro_batch_size < 1 || s.micro_batch_size > most) {
+    c.Error(path, "must be 1.." + Str(most) + " sequences (at most batchSize) (got " +
+                      Str(int64_t{s.micro_batch_size}) + ")");
+  }
+}
+
 void CheckScheduler(const SchedulerSpec& s, const ParallelismSpec& p, Checker& c) {
   const std::vector<std::string> allowed = NamesOf(kSchedulerPolicyNames);
   if (c.Usable("spec.scheduler.policy") &&
@@ -247,6 +270,7 @@ void CheckScheduler(const SchedulerSpec& s, const ParallelismSpec& p, Checker& c
                        ") = " + Str(int64_t{s.batch_size} * p.data_parallel) +
                        " sequences, must be <= " + Str(kMaxGlobalBatch));
   }
+  CheckMicroBatchSize(s, c);
 }
 
 void CheckTraining(const TrainingSpec& t, Checker& c) {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "scheduler/checked_math.h"
+#include "scheduler/deepspeed.h"
 #include "scheduler/gds.h"
 #include "scheduler/packing.h"
 
@@ -12,7 +13,8 @@ namespace skrull::scheduler {
 namespace {
 
 constexpr Policy kAll[] = {Policy::kSkrull,     Policy::kCpAll,      Policy::kSorted,
-                           Policy::kBalancedCp, Policy::kRoundRobin, Policy::kSkrullPaper};
+                           Policy::kBalancedCp, Policy::kRoundRobin, Policy::kSkrullPaper,
+                           Policy::kDeepSpeed};
 
 std::string ValidNames() {
   std::string names;
@@ -20,9 +22,13 @@ std::string ValidNames() {
   return names;
 }
 
-Status Validate(const std::vector<Sequence>& batch, const ScheduleOptions& options) {
+Status Validate(Policy policy, const std::vector<Sequence>& batch, const ScheduleOptions& options) {
   std::vector<std::string> problems;
   problems = LayoutProblems(options.topology, options.bucket_size_tokens);
+  if (policy == Policy::kDeepSpeed && options.micro_batch_size < 1) {
+    problems.push_back("micro_batch_size: must be >= 1 for the deepspeed policy (got " +
+                       std::to_string(options.micro_batch_size) + ")");
+  }
   int64_t total_tokens = 0;
   bool total_ok = true;
   std::unordered_map<int64_t, size_t> first_index;
@@ -151,7 +157,7 @@ std::vector<Policy> AllPolicies() { return std::vector<Policy>(std::begin(kAll),
 StatusOr<Plan> Schedule(Policy policy, const std::vector<Sequence>& global_batch,
                         const ScheduleOptions& options, const CostModel& cost) {
   const auto start = std::chrono::steady_clock::now();
-  SKRULL_RETURN_IF_ERROR(Validate(global_batch, options));
+  SKRULL_RETURN_IF_ERROR(Validate(policy, global_batch, options));
   Plan plan;
   plan.policy = PolicyName(policy);
   plan.topology = options.topology;
@@ -167,6 +173,9 @@ StatusOr<Plan> Schedule(Policy policy, const std::vector<Sequence>& global_batch
       break;
     case Policy::kBalancedCp:
       BalancedCp(global_batch, cost, plan);
+      break;
+    case Policy::kDeepSpeed:
+      ScheduleDeepSpeed(global_batch, options.micro_batch_size, plan);
       break;
     case Policy::kSkrull:
     case Policy::kSkrullPaper:

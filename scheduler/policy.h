@@ -14,6 +14,10 @@
 //   balanced-cp  LPT FLOPs-balanced DP bins, first-fit-decreasing packing,
 //                every sequence distributed (WLB / Megatron dp_balanced).
 //   round-robin  GDS + the paper's memory-only round-robin DACP (App. B.2).
+//   deepspeed    the paper's DeepSpeed baseline: dataset order, contiguous DP
+//                split, micro-batches of up to micro_batch_size sequences,
+//                every sequence distributed (deepspeed.h); the simulator
+//                prices it at ZeRO-2.
 //
 // Every policy is deterministic (ties broken by lowest index) and returns a
 // plan that passes VerifyPlan.
@@ -55,6 +59,10 @@ struct ScheduleOptions {
   // Threads `skrull`'s GDS may schedule DP ranks on (large batches only;
   // gds.h). 0 = DefaultSchedulerThreads(). The plan does not depend on it.
   int threads = 0;
+  // deepspeed only: most sequences per micro-batch (DeepSpeed's
+  // train_micro_batch_size_per_gpu; spec.scheduler.microBatchSize). Must be
+  // >= 1 for deepspeed (InvalidArgument otherwise); other policies ignore it.
+  int micro_batch_size = 1;
 };
 
 // What is wrong with a layout against the limits above ("topology: dp x cp =
@@ -65,7 +73,8 @@ std::vector<std::string> LayoutProblems(const Topology& topology, int64_t bucket
 // Schedules one global batch. Deterministic: the same inputs give the same
 // plan (schedule_seconds aside) on every rank.
 // Errors:
-//   InvalidArgument     bucket_size_tokens <= 0 or > kMaxBucketSizeTokens, dp or
+//   InvalidArgument     deepspeed with micro_batch_size < 1,
+//                       bucket_size_tokens <= 0 or > kMaxBucketSizeTokens, dp or
 //                       cp < 1, dp x cp > kMaxWorldSize, a length <= 0 or >
 //                       kMaxSequenceTokens, duplicate ids, a token sum over
 //                       int64.

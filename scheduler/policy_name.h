@@ -7,9 +7,10 @@
 
 namespace skrull::scheduler {
 
-enum class Policy { kSkrull, kCpAll, kSorted, kBalancedCp, kRoundRobin, kSkrullPaper };
+enum class Policy { kSkrull, kCpAll, kSorted, kBalancedCp, kRoundRobin, kSkrullPaper, kDeepSpeed };
 
-// "skrull", "cp-all", "sorted", "balanced-cp", "round-robin", "skrull-paper"
+// "skrull", "cp-all", "sorted", "balanced-cp", "round-robin", "skrull-paper",
+// "deepspeed"
 // (the spelling of spec.scheduler.policy and of --policy).
 constexpr const char* PolicyName(Policy policy) {
   switch (policy) {
@@ -25,6 +26,8 @@ constexpr const char* PolicyName(Policy policy) {
       return "round-robin";
     case Policy::kSkrullPaper:
       return "skrull-paper";
+    case Policy::kDeepSpeed:
+      return "deepspeed";
   }
   return "?";
 }

@@ -115,49 +115,125 @@ MicroBatchTime SimulateMicroBatch(const MicroBatch& mb, int cp, const CostModel&
   return SimulatePlacement(lengths, placement, cp, cost, hw);
 }
 
-double GradientSync::RankSeconds(double rank_seconds, double last_micro_batch_seconds) const {
-  return std::max(rank_seconds + last_bucket_seconds,
-                  rank_seconds - backward_fraction * last_micro_batch_seconds + all_reduce_seconds);
+int PricingZeroStage(Policy policy, int requested_stage) {
+  return policy == Policy::kDeepSpeed ? 2 : requested_stage;
 }
 
-GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size) {
+double GradientSync::RankSeconds(double rank_seconds, double last_micro_batch_seconds) const {
+  return std::max(rank_seconds + last_bucket_seconds,
+                  rank_seconds - backward_fraction * last_micro_batch_seconds + reduce_seconds);
+}
+
+double GradientSync::MicroBatchSeconds(double micro_batch_seconds) const {
+  return RankSeconds(micro_batch_seconds, micro_batch_seconds);
+}
+
+GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size,
+                              int zero_stage) {
+  SKRULL_CHECK(zero_stage >= 0 && zero_stage <= kMaxPricedZeroStage) << "zero_stage=" << zero_stage;
   GradientSync sync;
+  sync.zero_stage = zero_stage;
+  const CollectiveOp reduce =
+      zero_stage == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
   const double bytes = cost.GradientBytes();
-  sync.all_reduce_seconds = hw.CollectiveSeconds(CollectiveOp::kAllReduce, bytes, world_size);
-  sync.last_bucket_seconds = hw.CollectiveSeconds(
-      CollectiveOp::kAllReduce, std::min(bytes, kGradientBucketBytes), world_size);
+  sync.reduce_seconds = hw.CollectiveSeconds(reduce, bytes, world_size);
+  sync.last_bucket_seconds =
+      hw.CollectiveSeconds(reduce, std::min(bytes, kGradientBucketBytes), world_size);
   // Backward costs about twice the forward; recomputation adds a forward.
   sync.backward_fraction = cost.options().recompute ? 3.0 / 4.0 : 2.0 / 3.0;
+  if (zero_stage > 0) {
+    const double parameter_bytes =
+        static_cast<double>(cost.model().NumParameters()) * cost.options().bytes_per_param;
+    sync.parameter_all_gather_seconds =
+        hw.CollectiveSeconds(CollectiveOp::kAllGather, parameter_bytes, world_size);
+  }
   return sync;
 }
 
-IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw) {
+namespace {
+
+// Stage 2: the DP ranks meet at every micro-batch index (header comment).
+double PerMicroBatchSyncSeconds(const std::vector<std::vector<double>>& micro_batch_seconds,
+                                const GradientSync& sync) {
+  size_t most = 0;
+  for (const auto& rank : micro_batch_seconds) most = std::max(most, rank.size());
+  double seconds = 0;
+  for (size_t i = 0; i < most; ++i) {
+    double slowest = 0;
+    for (const auto& rank : micro_batch_seconds) {
+      const double t = i < rank.size() ? rank[i] : 0.0;
+      slowest = std::max(slowest, sync.MicroBatchSeconds(t));
+    }
+    seconds += slowest;
+  }
+  return seconds;
+}
+
+// Best fraction of peak the table reaches for any x <= x_max (the table is
+// piecewise linear, so at a breakpoint or at x_max).
+double BestEfficiencyUpTo(const std::vector<std::pair<int64_t, double>>& table, int64_t x_max) {
+  double best = HardwareProfile::Interpolate(table, x_max);
+  for (const auto& [x, y] : table) {
+    if (x <= x_max) best = std::max(best, y);
+  }
+  return best;
+}
+
+}  // namespace
+
+IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
+                           int zero_stage) {
   IterationTime it;
-  const GradientSync sync = MakeGradientSync(cost, hw, plan.topology.WorldSize());
+  const GradientSync sync = MakeGradientSync(cost, hw, plan.topology.WorldSize(), zero_stage);
   double slowest = -1, slowest_comm = 0, slowest_compute = 0;
+  std::vector<std::vector<double>> micro_batch_seconds;
   for (const DpRankPlan& rank : plan.ranks) {
     double seconds = 0, comm = 0, compute = 0, last = 0;
+    micro_batch_seconds.emplace_back();
     for (const MicroBatch& mb : rank.micro_batches) {
-      if (mb.sequences.empty()) continue;  // padding: the trainer skips it
+      // Padding: the trainer skips it (at stage 2 it still joins the
+      // micro-batch's reduce-scatter, priced by PerMicroBatchSyncSeconds).
+      if (mb.sequences.empty()) {
+        micro_batch_seconds.back().push_back(0.0);
+        continue;
+      }
       const MicroBatchTime t = SimulateMicroBatch(mb, plan.topology.cp, cost, hw);
       seconds += t.seconds;
       comm += t.comm_seconds;
       compute += t.compute_seconds;
       last = t.seconds;
+      micro_batch_seconds.back().push_back(t.seconds);
     }
     if (seconds > slowest) {
       slowest = seconds;
       slowest_comm = comm;
       slowest_compute = compute;
     }
-    it.seconds = std::max(it.seconds, sync.RankSeconds(seconds, last));
+    if (zero_stage < 2) it.seconds = std::max(it.seconds, sync.RankSeconds(seconds, last));
     it.dp_rank_seconds.push_back(seconds);
   }
-  it.all_reduce_seconds = sync.all_reduce_seconds;
+  if (zero_stage == 2) it.seconds = PerMicroBatchSyncSeconds(micro_batch_seconds, sync);
+  it.seconds += sync.parameter_all_gather_seconds;
+  it.all_reduce_seconds = sync.reduce_seconds;
   it.exposed_all_reduce_seconds = it.seconds - std::max(0.0, slowest);
   it.comm_seconds = slowest_comm + it.exposed_all_reduce_seconds;
   it.compute_seconds = slowest_compute;
   return it;
+}
+
+double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
+                              int64_t bucket_size_tokens, const CostModel& cost,
+                              const HardwareProfile& hw) {
+  const double hw_factor = cost.HardwareFlopsFactor();
+  const double linear_per_token = cost.LinearFlopsPerToken() * hw_factor;
+  double seconds = 0;
+  for (int64_t s : lengths) {
+    const double gemm = BestEfficiencyUpTo(hw.gemm_efficiency, bucket_size_tokens);
+    const double attention = BestEfficiencyUpTo(hw.attention_efficiency, s);
+    seconds += linear_per_token * static_cast<double>(s) / (hw.peak_flops_per_second * gemm) +
+               cost.AttentionFlops(s) * hw_factor / (hw.peak_flops_per_second * attention);
+  }
+  return seconds / static_cast<double>(topology.WorldSize());
 }
 
 StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
@@ -184,6 +260,10 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
         " sequences per step exceeds the maximum " + std::to_string(kMaxGlobalBatchSequences));
   }
   if (options.steps < 1) problems.push_back("steps: must be >= 1");
+  if (options.zero_stage < 0 || options.zero_stage > kMaxPricedZeroStage) {
+    problems.push_back("zero_stage: must be 0, 1 or 2 (got " + std::to_string(options.zero_stage) +
+                       ")");
+  }
   if (!problems.empty()) {
     std::string message = "simulation options:";
     for (const auto& p : problems) message += " " + p + ";";
@@ -196,6 +276,7 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
   schedule_options.topology = options.topology;
   schedule_options.bucket_size_tokens = options.bucket_size_tokens;
   schedule_options.hardware = &hw;
+  schedule_options.micro_batch_size = options.micro_batch_size;
 
   struct Totals {
     double seconds = 0, tokens = 0, imbalance = 0, schedule_seconds = 0;
@@ -208,9 +289,11 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
   std::uniform_int_distribution<size_t> pick(0, dataset_lengths.size() - 1);
   for (int step = 0; step < options.steps; ++step) {
     std::vector<Sequence> batch(static_cast<size_t>(batch_sequences));
+    std::vector<int64_t> lengths(batch.size());
     double batch_tokens = 0, batch_flops = 0, longest_flops = 0;
     for (size_t k = 0; k < batch.size(); ++k) {
-      batch[k] = {static_cast<int64_t>(k), dataset_lengths[pick(rng)]};
+      lengths[k] = dataset_lengths[pick(rng)];
+      batch[k] = {static_cast<int64_t>(k), lengths[k]};
       batch_tokens += static_cast<double>(batch[k].length);
       const double f = cost.HardwareFlopsPerSequence(batch[k].length);
       batch_flops += f;
@@ -218,13 +301,16 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
     }
     report.lower_bound_seconds +=
         std::max(batch_flops / world, longest_flops / cp) / hw.peak_flops_per_second;
+    report.tight_bound_seconds +=
+        TightLowerBoundSeconds(lengths, options.topology, options.bucket_size_tokens, cost, hw);
     for (size_t p = 0; p < policies.size(); ++p) {
       auto plan = Schedule(policies[p], batch, schedule_options, cost);
       if (!plan.ok()) {
         return plan.status().WithContext(std::string("policy ") + PolicyName(policies[p]) +
                                          ", step " + std::to_string(step));
       }
-      const IterationTime time = SimulatePlan(*plan, cost, hw);
+      const IterationTime time =
+          SimulatePlan(*plan, cost, hw, PricingZeroStage(policies[p], options.zero_stage));
       Totals& t = totals[p];
       t.seconds += time.seconds;
       t.tokens += batch_tokens;
@@ -251,6 +337,7 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
     }
   }
   report.lower_bound_seconds /= options.steps;
+  report.tight_bound_seconds /= options.steps;
   for (size_t p = 0; p < policies.size(); ++p) {
     Totals& t = totals[p];
     t.stats.mean_iteration_seconds = t.seconds / options.steps;

@@ -23,7 +23,20 @@
 //   max over r of max(T_r + last_bucket, T_r - B_r + all_reduce)
 // (a collective completes only when the last rank has launched it). The
 // cost-aware scheduler therefore runs each DP rank's costliest micro-batch
-// last.
+// last. That is ZeRO stage 0; the other stages (docs/scheduler.md):
+//   stage 1  the same, with a reduce-scatter in place of the all-reduce,
+//            then an all-gather of the updated parameters (bytes_per_param)
+//            after the optimizer step, not hidden by anything;
+//   stage 2  every micro-batch's gradients are reduce-scattered during its
+//            own backward, as DeepSpeed's ZeRO-2 does (DeepSpeed issue 2252),
+//            and the rank waits for them when the backward ends
+//            (stage_1_and_2.py, independent_gradient_partition_epilogue:
+//            synchronize under overlap_comm): the DP ranks meet at every
+//            micro-batch, each paying the collective's latency. The step is
+//            sum over micro-batch index i of max over DP ranks r of
+//            max(t_ri + last_bucket, t_ri - B_ri + reduce_scatter) (a
+//            padding micro-batch: reduce_scatter alone), plus stage 1's
+//            parameter all-gather.
 #ifndef SKRULL_SCHEDULER_SIMULATOR_H_
 #define SKRULL_SCHEDULER_SIMULATOR_H_
 
@@ -85,28 +98,65 @@ MicroBatchTime SimulatePlacement(const std::vector<int64_t>& lengths,
 // The trainer's gradient bucket size (GradientReducer's default, as PyTorch DDP).
 inline constexpr double kGradientBucketBytes = 25 << 20;
 
-// The gradient all-reduce's share of an iteration (see the header comment).
+// ZeRO stages the simulator prices (see the header comment).
+inline constexpr int kMaxPricedZeroStage = 2;
+
+// The ZeRO stage a policy is priced at: `deepspeed` is the paper's DeepSpeed
+// ZeRO-2 baseline whatever is asked; every other policy runs at
+// `requested_stage` (the trainer's spec.training.zeroStage).
+int PricingZeroStage(Policy policy, int requested_stage);
+
+// The gradient synchronisation's share of an iteration (see the header
+// comment).
 struct GradientSync {
-  double all_reduce_seconds = 0;   // the whole gradient, one all-reduce over the world
-  double last_bucket_seconds = 0;  // the bucket launched after the last backward ends
+  int zero_stage = 0;
+  // The whole gradient reduced once over the world: an all-reduce at stage
+  // 0, a reduce-scatter at stages 1 and 2 (where it runs once per micro-batch).
+  double reduce_seconds = 0;
+  double last_bucket_seconds = 0;  // the bucket launched after a backward ends
   double backward_fraction = 0;    // of a micro-batch's time: backward (+ recompute)
-  // One DP rank's iteration: its micro-batches take `rank_seconds` in all and
-  // the one it runs last takes `last_micro_batch_seconds`. An iteration is
-  // the maximum of this over DP ranks.
+  // Stages 1 and 2: all-gather of the updated parameters after the step.
+  double parameter_all_gather_seconds = 0;
+  // Stages 0 and 1: one DP rank's iteration when its micro-batches take
+  // `rank_seconds` in all and the one it runs last takes
+  // `last_micro_batch_seconds`, before the parameter all-gather. An iteration
+  // is the maximum of this over DP ranks.
   double RankSeconds(double rank_seconds, double last_micro_batch_seconds) const;
+  // Stage 2: one micro-batch of `micro_batch_seconds` with its own gradient
+  // reduce-scatter (0 seconds: a padding micro-batch, the collective alone).
+  double MicroBatchSeconds(double micro_batch_seconds) const;
 };
-GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size);
+// REQUIRES: 0 <= zero_stage <= kMaxPricedZeroStage.
+GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size,
+                              int zero_stage = 0);
 
 struct IterationTime {
-  double seconds = 0;                     // max over DP ranks of GradientSync::RankSeconds
-  std::vector<double> dp_rank_seconds;    // per DP rank, without the all-reduce
-  double comm_seconds = 0;                // on the slowest DP rank: CP comm + exposed all-reduce
-  double compute_seconds = 0;             // on the slowest DP rank
-  double all_reduce_seconds = 0;          // the whole gradient all-reduce
-  double exposed_all_reduce_seconds = 0;  // seconds - slowest DP rank: what backward did not hide
+  double seconds = 0;  // the step with its gradient synchronisation (header comment)
+  std::vector<double> dp_rank_seconds;  // per DP rank, without the all-reduce
+  double comm_seconds = 0;              // on the slowest DP rank: CP comm + exposed all-reduce
+  double compute_seconds = 0;           // on the slowest DP rank
+  // The whole gradient reduction (GradientSync::reduce_seconds: an
+  // all-reduce at stage 0, a reduce-scatter at stages 1 and 2).
+  double all_reduce_seconds = 0;
+  // seconds - slowest DP rank: the gradient synchronisation backward did not
+  // hide (at stage 2 with the waits of the per-micro-batch meetings, at
+  // stages 1 and 2 with the parameter all-gather).
+  double exposed_all_reduce_seconds = 0;
 };
 
-IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw);
+// Prices one plan at a ZeRO stage (0, 1 or 2; CHECKed).
+IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
+                           int zero_stage = 0);
+
+// The tight lower bound of one global batch (docs/scheduler.md): every sequence's
+// work at the profile's best efficiency for its size (its dense layers at
+// the best GEMM efficiency up to BucketSize rows, the most a rank's kernel
+// holds; its attention at the best up to its whole length), perfectly
+// balanced over all dp x cp GPUs, no communication, no launches. Never above
+// the time SimulatePlan gives any valid plan of this batch.
+double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
+                              int64_t bucket_size_tokens, const CostModel& cost,
+                              const HardwareProfile& hw);
 
 struct PolicyStats {
   double mean_iteration_seconds = 0;
@@ -131,6 +181,11 @@ struct SimulationOptions {
   int steps = 0;
   uint64_t seed = 0;
   std::vector<Policy> policies;  // empty = AllPolicies()
+  // ZeRO stage the plans are priced at (0..kMaxPricedZeroStage);
+  // `deepspeed` always at 2 (PricingZeroStage).
+  int zero_stage = 0;
+  // deepspeed's sequences per micro-batch (ScheduleOptions::micro_batch_size).
+  int micro_batch_size = 1;
 };
 
 struct SimulationReport {
@@ -138,6 +193,8 @@ struct SimulationReport {
   // Per-iteration lower bound, averaged over steps: max(total hardware
   // FLOPs / world size, longest sequence's hardware FLOPs / cp) at peak.
   double lower_bound_seconds = 0;
+  // TightLowerBoundSeconds, averaged over steps.
+  double tight_bound_seconds = 0;
   int steps = 0;
 };
 

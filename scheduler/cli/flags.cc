@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 
@@ -336,7 +337,8 @@ std::string SimulateUsage() {
              "dataset's lengths), schedules each with every policy and simulates the iteration\n"
              "time with the cost model and hardware profile. JSON output:\n"
              "  {\"policies\":{NAME:{\"mean_iteration_seconds\",\"tokens_per_second\",\n"
-             "   \"flops_imbalance\",\"rollbacks\":{\"dacp\",\"gds\"}}},\"lower_bound_seconds\"}\n"
+             "   \"flops_imbalance\",\"rollbacks\":{\"dacp\",\"gds\"}}},\"lower_bound_seconds\",\n"
+             "   \"tight_bound_seconds\"}\n"
              "--svg draws the first sampled batch as scheduled by the first policy.\n"
              "\n"
              "flags:\n") +
@@ -344,7 +346,10 @@ std::string SimulateUsage() {
          "  --batch-size B       sequences per DP rank per step (global batch = dp x B)\n"
          "  --steps N            global batches to sample (default 20)\n"
          "  --seed S             sampler seed (default 1)\n"
-         "  --policies a,b       policies to compare (default: all)\n" +
+         "  --policies a,b       policies to compare (default: all)\n"
+         "  --zero-stage S       ZeRO stage the plans are priced at: 0 (default), 1, 2;\n"
+         "                       deepspeed is always priced at 2\n"
+         "  --micro-batch-size N deepspeed's sequences per micro-batch (default 1)\n" +
          PolicyListHelp() +
          "\nexample:\n"
          "  skrull-plan simulate --lengths wiki.txt --dp 4 --cp 8 --bucket-size 26K \\\n"
@@ -445,7 +450,8 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
   if (command == "schedule") {
     known.push_back("--policy");
   } else {
-    for (const char* name : {"--batch-size", "--steps", "--seed", "--policies"}) {
+    for (const char* name : {"--batch-size", "--steps", "--seed", "--policies", "--zero-stage",
+                             "--micro-batch-size"}) {
       known.push_back(name);
     }
   }
@@ -486,6 +492,17 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
         sim.steps = static_cast<int>(*s);
       } else {
         errors.push_back(s.status().message());
+      }
+    }
+    for (auto [name, lo, hi, out] :
+         {std::tuple{"--zero-stage", 0, 2, &sim.zero_stage},
+          std::tuple{"--micro-batch-size", 1, 1 << 20, &sim.micro_batch_size}}) {
+      if (!values.count(name)) continue;
+      auto v = ParseInt64(name, values[name], lo, hi);
+      if (v.ok()) {
+        *out = static_cast<int>(*v);
+      } else {
+        errors.push_back(v.status().message());
       }
     }
     if (values.count("--seed")) {

@@ -61,6 +61,8 @@ struct SimulateFlags {
   int steps = 20;      // --steps: global batches sampled
   uint64_t seed = 1;   // --seed
   std::vector<std::string> policies;  // --policies a,b,c; empty = all policies
+  int zero_stage = 0;                 // --zero-stage: ZeRO stage the plans are priced at (0..2)
+  int micro_batch_size = 1;           // --micro-batch-size: deepspeed's sequences per micro-batch
 };
 
 // `bucket`: the memory model's BucketSize for one model, device and layout.

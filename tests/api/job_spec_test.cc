@@ -54,7 +54,7 @@ JobSpec EverythingSet() {
             "{%- for m in messages %}\n  {{- m.content + '\\n' }}\n{% endfor %}",
             int64_t{1} << 20};
   s.parallelism = {2, 4, 2, 4};
-  s.scheduler = {scheduler::Policy::kBalancedCp, false, 26624, 40, 12345, "/profiles/h100.json"};
+  s.scheduler = {scheduler::Policy::kBalancedCp, false, 26624, 40, 1, 12345, "/profiles/h100.json"};
   TrainingSpec& t = s.training;
   t.steps = 1000;
   t.learning_rate = 0.1 + 0.2;  // not exactly 0.3
@@ -318,6 +318,20 @@ TEST(ToYaml, RoundTripsDefaultsAndEveryField) {
   }
 }
 
+TEST(ToYaml, WritesMicroBatchSizeOnlyWhenNotTheDefaultAndRoundTripsIt) {
+  EXPECT_EQ(MustLoad(kMinimalJob).scheduler.micro_batch_size, 1);
+  EXPECT_EQ(ToYaml(MustLoad(kMinimalJob)).find("microBatchSize"), std::string::npos);
+  const JobSpec s = MustLoad(JobYaml()
+                                 .Set("spec.scheduler.policy", "deepspeed")
+                                 .Set("spec.scheduler.microBatchSize", "4")
+                                 .Text());
+  EXPECT_EQ(s.scheduler.policy, scheduler::Policy::kDeepSpeed);
+  EXPECT_EQ(s.scheduler.micro_batch_size, 4);
+  const std::string yaml = ToYaml(s);
+  EXPECT_NE(yaml.find("microBatchSize: 4\n"), std::string::npos) << yaml;
+  EXPECT_EQ(MustLoad(yaml), s);
+}
+
 TEST(ToYaml, QuotesStringsOtherReadersWouldRetype) {
   std::string yaml = ToYaml(EverythingSet());
   EXPECT_NE(yaml.find("flag: \"true\""), std::string::npos) << yaml;
@@ -447,12 +461,13 @@ TEST(EnumNames, JobPoliciesAreTheSchedulersEnumByItsNames) {
 TEST(EnumNames, SkrullPaperIsNotAJobPolicy) {
   EXPECT_EQ(LoadErrors(JobYaml().Set("spec.scheduler.policy", "skrull-paper").Text()),
             std::vector<std::string>{"spec.scheduler.policy: must be one of skrull, cp-all, "
-                                     "sorted, balanced-cp, round-robin (got 'skrull-paper')"});
+                                     "sorted, balanced-cp, round-robin, deepspeed (got "
+                                     "'skrull-paper')"});
   JobSpec s = MustLoad(kMinimalJob);
   s.scheduler.policy = scheduler::Policy::kSkrullPaper;
   EXPECT_EQ(ValidateJobSpec(s, "tuner").message(),
             "tuner: spec.scheduler.policy: must be one of skrull, cp-all, sorted, balanced-cp, "
-            "round-robin (got 'skrull-paper')");
+            "round-robin, deepspeed (got 'skrull-paper')");
 }
 
 TEST(EnumNames, RoundTrip) {
@@ -464,7 +479,8 @@ TEST(EnumNames, RoundTrip) {
   EXPECT_EQ(std::string(CleanPodPolicyName(CleanPodPolicy::kAll)), "All");
   EXPECT_EQ(LoadErrors(JobYaml().Set("spec.scheduler.policy", "roundrobin").Text()),
             std::vector<std::string>{"spec.scheduler.policy: must be one of skrull, cp-all, "
-                                     "sorted, balanced-cp, round-robin (got 'roundrobin'); did "
+                                     "sorted, balanced-cp, round-robin, deepspeed (got "
+                                     "'roundrobin'); did "
                                      "you mean 'round-robin'?"});
 }
 

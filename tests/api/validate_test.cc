@@ -211,11 +211,11 @@ TEST(Validate, WorldSizeMismatchNamesAllFourValuesAndSuggestsFixes) {
 TEST(Validate, Scheduler) {
   const BadField cases[] = {
       {"spec.scheduler.policy", "fast",
-       "spec.scheduler.policy: must be one of skrull, cp-all, sorted, balanced-cp, round-robin "
-       "(got 'fast')"},
+       "spec.scheduler.policy: must be one of skrull, cp-all, sorted, balanced-cp, round-robin, "
+       "deepspeed (got 'fast')"},
       {"spec.scheduler.policy", "cp_all",
-       "spec.scheduler.policy: must be one of skrull, cp-all, sorted, balanced-cp, round-robin "
-       "(got 'cp_all'); did you mean 'cp-all'?"},
+       "spec.scheduler.policy: must be one of skrull, cp-all, sorted, balanced-cp, round-robin, "
+       "deepspeed (got 'cp_all'); did you mean 'cp-all'?"},
       {"spec.scheduler.bucketSize", "0",
        "spec.scheduler.bucketSize: must be > 0 tokens or 'auto' (got 0)"},
       {"spec.scheduler.bucketSize", "-5K",
@@ -228,8 +228,28 @@ TEST(Validate, Scheduler) {
        "1024, M = 1048576), got '26.5K'"},
       {"spec.scheduler.batchSize", "0", "spec.scheduler.batchSize: must be in 1..65536 (got 0)"},
       {"spec.scheduler.seed", "-3", "spec.scheduler.seed: must be >= 0 (got -3)"},
+      {"spec.scheduler.microBatchSize", "2",
+       "spec.scheduler.microBatchSize: only policy deepspeed reads it (policy is 'skrull'); "
+       "remove it or set spec.scheduler.policy: deepspeed (got 2)"},
   };
   for (const BadField& c : cases) ExpectOnlyError(c);
+}
+
+TEST(Validate, DeepSpeedMicroBatchSizeIsOneToBatchSize) {
+  const auto deepspeed = [](const char* micro) {
+    return LoadErrors(JobYaml()
+                          .Set("spec.scheduler.policy", "deepspeed")
+                          .Set("spec.scheduler.batchSize", "4")
+                          .Set("spec.scheduler.microBatchSize", micro)
+                          .Text());
+  };
+  EXPECT_EQ(deepspeed("4"), std::vector<std::string>{});
+  EXPECT_EQ(deepspeed("5"), std::vector<std::string>{
+                                "spec.scheduler.microBatchSize: must be 1..4 sequences (at most "
+                                "batchSize) (got 5)"});
+  EXPECT_EQ(deepspeed("0"), std::vector<std::string>{
+                                "spec.scheduler.microBatchSize: must be 1..4 sequences (at most "
+                                "batchSize) (got 0)"});
 }
 
 TEST(Validate, Training) {

@@ -443,3 +443,15 @@ def check_jobs(c, validator):
     errors = validator.validate(big_batch)
     want = "the global batch, batchSize x parallelism.dataParallel, must be <= 1048576"
     c.check("CRD rejects a global batch over 1048576", any(want in e for e in errors), errors)
+    # microBatchSize: deepspeed only, at most batchSize (api/validate.cc says the same).
+    micro = mutated(example, "spec.scheduler.microBatchSize", 2)
+    want = "microBatchSize: only policy deepspeed reads it"
+    errors = validator.validate(mutated(micro, "spec.scheduler.policy", "skrull"))
+    c.check("CRD rejects microBatchSize with policy skrull", any(want in e for e in errors), errors)
+    deepspeed = mutated(micro, "spec.scheduler.policy", "deepspeed")
+    c.check("CRD accepts microBatchSize with policy deepspeed",
+            not validator.validate(mutated(deepspeed, "spec.scheduler.batchSize", 2)),
+            validator.validate(mutated(deepspeed, "spec.scheduler.batchSize", 2)))
+    errors = validator.validate(mutated(deepspeed, "spec.scheduler.batchSize", 1))
+    c.check("CRD rejects microBatchSize over batchSize",
+            any("microBatchSize: must be <= batchSize" in e for e in errors), errors)

@@ -406,6 +406,8 @@ TEST(SkrullPlanSimulate, JsonHasEveryPolicyWithItsStats) {
   ASSERT_TRUE(j.contains("policies"));
   ASSERT_TRUE(j.contains("lower_bound_seconds"));
   EXPECT_GT(j["lower_bound_seconds"].get<double>(), 0);
+  ASSERT_TRUE(j.contains("tight_bound_seconds"));
+  EXPECT_GT(j["tight_bound_seconds"].get<double>(), 0);
   for (Policy p : AllPolicies()) {
     SCOPED_TRACE(PolicyName(p));
     ASSERT_TRUE(j["policies"].contains(PolicyName(p)));
@@ -416,7 +418,34 @@ TEST(SkrullPlanSimulate, JsonHasEveryPolicyWithItsStats) {
     }
     EXPECT_EQ(Keys(s["rollbacks"]), (std::set<std::string>{"dacp", "gds"}));
     EXPECT_GE(s["mean_iteration_seconds"].get<double>(), j["lower_bound_seconds"].get<double>());
+    EXPECT_GE(s["mean_iteration_seconds"].get<double>(), j["tight_bound_seconds"].get<double>());
   }
+}
+
+TEST(SkrullPlanSimulate, ZeroStageAndMicroBatchSizeChangeThePricing) {
+  TempDir dir;
+  const std::string lengths = dir.Write("data.txt", Dataset(400));
+  const auto mean = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "simulate",         "--lengths", lengths,        "--dp", "2",       "--cp", "4",
+        "--bucket-size",    "8K",        "--batch-size", "8",    "--steps", "2",    "--policies",
+        "cp-all,deepspeed", "--format",  "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliResult r = RunPlan(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    return std::pair{j["policies"]["cp-all"]["mean_iteration_seconds"].get<double>(),
+                     j["policies"]["deepspeed"]["mean_iteration_seconds"].get<double>()};
+  };
+  const auto stage0 = mean({});
+  const auto stage2 = mean({"--zero-stage", "2"});
+  EXPECT_NE(stage0.first, stage2.first) << "cp-all is priced at the stage asked for";
+  EXPECT_EQ(stage0.second, stage2.second) << "deepspeed is always priced at ZeRO-2";
+  EXPECT_NE(mean({"--micro-batch-size", "4"}).second, stage0.second);
+  CliResult bad = RunPlan({"simulate", "--lengths", lengths, "--dp", "1", "--cp", "4",
+                           "--bucket-size", "8K", "--batch-size", "8", "--zero-stage", "3"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--zero-stage"), std::string::npos) << bad.err;
 }
 
 TEST(SkrullPlanSimulate, TextTableHasSpeedupVsCpAllAndSvgDrawsFirstBatch) {

@@ -60,9 +60,9 @@ TEST(Policy, UnknownNameListsValidOnes) {
   auto p = ParsePolicy("fifo");
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(
-      p.status().message().find("skrull, cp-all, sorted, balanced-cp, round-robin, skrull-paper"),
-      std::string::npos)
+  EXPECT_NE(p.status().message().find(
+                "skrull, cp-all, sorted, balanced-cp, round-robin, skrull-paper, deepspeed"),
+            std::string::npos)
       << p.status();
 }
 
@@ -107,6 +107,45 @@ TEST(Schedule, CpAllSplitsInBatchOrderAndPacksGreedily) {
   EXPECT_EQ(Ids(plan, 1), (std::vector<std::vector<int64_t>>{{3, 4, 5}, {}}));  // padded
   EXPECT_TRUE(AllDistributed(plan));
   EXPECT_EQ(plan.ranks[0].micro_batches[0].cp_rank_tokens, (std::vector<int64_t>{60, 60}));
+}
+
+TEST(Schedule, DeepSpeedCutsEachDpRanksSequencesInOrderIntoMicroBatchSizeGroups) {
+  // dp=2: ids 0-4 and 5-9; micro-batches of at most 2 sequences, all sharded.
+  ScheduleOptions o = Options(2, 2, 1000);
+  o.micro_batch_size = 2;
+  const Plan plan =
+      MustSchedule(Policy::kDeepSpeed, MakeBatch({10, 20, 30, 40, 50, 60, 70, 80, 90, 100}), o);
+  EXPECT_EQ(plan.policy, "deepspeed");
+  EXPECT_EQ(Ids(plan, 0), (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}, {4}}));
+  EXPECT_EQ(Ids(plan, 1), (std::vector<std::vector<int64_t>>{{5, 6}, {7, 8}, {9}}));
+  EXPECT_TRUE(AllDistributed(plan));
+}
+
+TEST(Schedule, DeepSpeedDefaultsToOneSequencePerMicroBatch) {
+  const Plan plan = MustSchedule(Policy::kDeepSpeed, MakeBatch({5, 6, 7}), Options(1, 2, 100));
+  EXPECT_EQ(Ids(plan, 0), (std::vector<std::vector<int64_t>>{{0}, {1}, {2}}));
+}
+
+TEST(Schedule, DeepSpeedClosesAMicroBatchEarlyWhenTheNextShardWouldPassBucketSize) {
+  // C=100, N=2: shards 40 + 40 fit; + 30 would not.
+  ScheduleOptions o = Options(1, 2, 100);
+  o.micro_batch_size = 8;
+  const Plan plan = MustSchedule(Policy::kDeepSpeed, MakeBatch({80, 80, 60, 10}), o);
+  EXPECT_EQ(Ids(plan, 0), (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}}));
+}
+
+TEST(Schedule, DeepSpeedRefusesAMicroBatchSizeBelowOne) {
+  ScheduleOptions o = Options(1, 2, 100);
+  o.micro_batch_size = 0;
+  auto plan = Schedule(Policy::kDeepSpeed, MakeBatch({5}), o, Qwen05Cost());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find(
+                "micro_batch_size: must be >= 1 for the deepspeed policy (got 0)"),
+            std::string::npos)
+      << plan.status();
+  // Other policies ignore the field.
+  EXPECT_TRUE(Schedule(Policy::kCpAll, MakeBatch({5}), o, Qwen05Cost()).ok());
 }
 
 TEST(Schedule, SortedGivesContiguousLengthRangesToDpRanks) {

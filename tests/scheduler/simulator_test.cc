@@ -1,5 +1,7 @@
 #include "scheduler/simulator.h"
 
+#include <random>
+
 #include <gtest/gtest.h>
 
 #include "tests/scheduler/test_util.h"
@@ -119,31 +121,31 @@ TEST(Simulator, TheLastMicroBatchsBackwardHidesTheGradientAllReduce) {
   const GradientSync sync = MakeGradientSync(cost, hw, 2);
   const double bytes = cost.GradientBytes();
   ASSERT_GT(bytes, kGradientBucketBytes * 10);
-  EXPECT_DOUBLE_EQ(sync.all_reduce_seconds, 10e-6 + bytes / 1e8);  // 2(n-1)/n = 1 for n = 2
+  EXPECT_DOUBLE_EQ(sync.reduce_seconds, 10e-6 + bytes / 1e8);  // 2(n-1)/n = 1 for n = 2
   EXPECT_DOUBLE_EQ(sync.last_bucket_seconds, 10e-6 + kGradientBucketBytes / 1e8);
   EXPECT_DOUBLE_EQ(sync.backward_fraction, 2.0 / 3.0);
   // The all-reduce is longer than any backward here, so rank 1 (little
   // work, launches early) does not bound the iteration; rank 0 does.
-  ASSERT_GT(sync.all_reduce_seconds, t_big);
+  ASSERT_GT(sync.reduce_seconds, t_big);
 
   // Costliest last: the all-reduce starts when rank 0 begins the big backward.
   plan.ranks[0].micro_batches = {small, big};
   IterationTime it = SimulatePlan(plan, cost, hw);
-  const double costliest_last = t_small + t_big / 3 + sync.all_reduce_seconds;
+  const double costliest_last = t_small + t_big / 3 + sync.reduce_seconds;
   EXPECT_DOUBLE_EQ(it.seconds, costliest_last);
-  EXPECT_DOUBLE_EQ(it.all_reduce_seconds, sync.all_reduce_seconds);
+  EXPECT_DOUBLE_EQ(it.all_reduce_seconds, sync.reduce_seconds);
   EXPECT_DOUBLE_EQ(it.exposed_all_reduce_seconds, costliest_last - (t_small + t_big));
   EXPECT_DOUBLE_EQ(it.dp_rank_seconds[1], t_other);
 
   // Cheapest last hides less: only the small backward overlaps.
   plan.ranks[0].micro_batches = {big, small};
   it = SimulatePlan(plan, cost, hw);
-  EXPECT_DOUBLE_EQ(it.seconds, t_big + t_small / 3 + sync.all_reduce_seconds);
+  EXPECT_DOUBLE_EQ(it.seconds, t_big + t_small / 3 + sync.reduce_seconds);
   EXPECT_GT(it.seconds, costliest_last);
 
   // A backward longer than the all-reduce leaves only the last bucket exposed.
   GradientSync cheap = sync;
-  cheap.all_reduce_seconds = t_big / 10;
+  cheap.reduce_seconds = t_big / 10;
   EXPECT_DOUBLE_EQ(cheap.RankSeconds(t_small + t_big, t_big),
                    t_small + t_big + sync.last_bucket_seconds);
 }
@@ -199,6 +201,128 @@ TEST(Simulator, SimulateReportsBadOptionsAndSchedulingErrors) {
   EXPECT_NE(too_long.status().message().find("policy skrull, step 0: sequence id 0 has 500 tokens"),
             std::string::npos)
       << too_long.status();
+}
+
+// Tiny model, dp=2 x cp=1, one sequence per micro-batch: the ZeRO stages'
+// gradient synchronisation in closed form (UnitProfile: 10 us + bus bytes / 1e9).
+struct TwoRankPlan {
+  CostModel cost{Preset("tiny")};
+  HardwareProfile hw = UnitProfile();
+  Plan plan;
+  double t_big = 0, t_small = 0;
+  TwoRankPlan() {
+    plan.topology = {2, 1};
+    plan.bucket_size_tokens = 100000;
+    plan.ranks.resize(2);
+    const MicroBatch big = Mb({{0, 4000, 0}}), small = Mb({{1, 100, 0}}, 0, 1);
+    t_big = SimulateMicroBatch(big, 1, cost, hw).seconds;
+    t_small = SimulateMicroBatch(small, 1, cost, hw).seconds;
+    plan.ranks[0].micro_batches = {big, small};
+    plan.ranks[1].micro_batches = {Mb({{2, 100, 0}}, 1, 0), Mb({{3, 4000, 0}}, 1, 1)};
+  }
+  double GradientBytes() const { return cost.GradientBytes(); }
+  double ParameterBytes() const { return cost.model().NumParameters() * 2.0; }
+};
+
+TEST(Simulator, ZeroStageOneReduceScattersAtStepEndThenAllGathersParameters) {
+  const TwoRankPlan p;
+  const GradientSync sync = MakeGradientSync(p.cost, p.hw, 2, 1);
+  EXPECT_DOUBLE_EQ(sync.reduce_seconds, 10e-6 + p.GradientBytes() * 0.5 / 1e9);
+  EXPECT_DOUBLE_EQ(sync.parameter_all_gather_seconds, 10e-6 + p.ParameterBytes() * 0.5 / 1e9);
+  const IterationTime it = SimulatePlan(p.plan, p.cost, p.hw, 1);
+  // Rank 1 runs its big micro-batch last and hides more of the reduction,
+  // so rank 0 (small last) bounds the step.
+  const double rank0 = sync.RankSeconds(p.t_big + p.t_small, p.t_small);
+  EXPECT_DOUBLE_EQ(it.seconds, rank0 + sync.parameter_all_gather_seconds);
+  EXPECT_DOUBLE_EQ(it.all_reduce_seconds, sync.reduce_seconds);
+  EXPECT_LT(sync.reduce_seconds, MakeGradientSync(p.cost, p.hw, 2, 0).reduce_seconds);
+}
+
+TEST(Simulator, ZeroStageTwoMakesDpRanksMeetAtEveryMicroBatch) {
+  const TwoRankPlan p;
+  const GradientSync sync = MakeGradientSync(p.cost, p.hw, 2, 2);
+  const IterationTime it = SimulatePlan(p.plan, p.cost, p.hw, 2);
+  // Both micro-batch indexes wait for the rank running the big one.
+  const double big = sync.MicroBatchSeconds(p.t_big);
+  EXPECT_DOUBLE_EQ(it.seconds, 2 * big + sync.parameter_all_gather_seconds);
+  EXPECT_DOUBLE_EQ(it.dp_rank_seconds[0], p.t_big + p.t_small);
+  EXPECT_DOUBLE_EQ(it.exposed_all_reduce_seconds, it.seconds - (p.t_big + p.t_small));
+  // Stage 0 and 1 meet once per step: both are faster on this imbalance.
+  EXPECT_LT(SimulatePlan(p.plan, p.cost, p.hw, 1).seconds, it.seconds);
+  EXPECT_LT(SimulatePlan(p.plan, p.cost, p.hw, 0).seconds, it.seconds);
+}
+
+TEST(Simulator, ZeroStageTwoChargesAPaddingMicroBatchItsReduceScatter) {
+  TwoRankPlan p;
+  p.plan.ranks[0].micro_batches = {Mb({{0, 100, 0}}), Mb({}, 0, 1)};
+  p.plan.ranks[1].micro_batches = {Mb({{2, 100, 0}}, 1, 0), Mb({}, 1, 1)};
+  const GradientSync sync = MakeGradientSync(p.cost, p.hw, 2, 2);
+  EXPECT_DOUBLE_EQ(sync.MicroBatchSeconds(0), sync.reduce_seconds);
+  EXPECT_DOUBLE_EQ(
+      SimulatePlan(p.plan, p.cost, p.hw, 2).seconds,
+      sync.MicroBatchSeconds(p.t_small) + sync.reduce_seconds + sync.parameter_all_gather_seconds);
+}
+
+TEST(Simulator, TightBoundPricesEachSequenceAtItsBestEfficiencyOverAllGpus) {
+  const CostModel cost(Preset("tiny"));
+  HardwareProfile hw = UnitProfile();
+  hw.gemm_efficiency = {{100, 0.25}, {1000, 0.5}, {2000, 1.0}};
+  hw.attention_efficiency = {{100, 0.5}, {400, 1.0}};
+  // Bucket 1000: GEMMs of a full bucket (0.5) for both; attention at each
+  // sequence's own length (100: 0.5, 400: 1.0). 2 x 2 GPUs.
+  const double want = (kLinear * 100 / 0.5 + kAttention * 100 * 100 / 0.5 + kLinear * 400 / 0.5 +
+                       kAttention * 400 * 400 / 1.0) /
+                      4;
+  EXPECT_DOUBLE_EQ(TightLowerBoundSeconds({100, 400}, {2, 2}, 1000, cost, hw), want);
+  // A sequence longer than the bucket is sharded: no kernel holds more than
+  // BucketSize rows, so 2000 tokens still get the 1000-row GEMM efficiency.
+  EXPECT_DOUBLE_EQ(TightLowerBoundSeconds({2000}, {1, 2}, 1000, cost, hw),
+                   (kLinear * 2000 / 0.5 + kAttention * 2000 * 2000) / 2);
+}
+
+TEST(Simulator, SimulatePricesDeepSpeedAtZeroTwoAndKeepsEveryPolicyAboveTheTightBound) {
+  const CostModel cost(Preset("tiny"));
+  std::vector<int64_t> dataset;
+  for (int i = 1; i <= 200; ++i) dataset.push_back(i * i % 4001 + 1);
+  SimulationOptions o;
+  o.topology = {2, 2};
+  o.bucket_size_tokens = 4096;
+  o.batch_size = 6;
+  o.steps = 1;
+  o.seed = 7;
+  auto report = Simulate(dataset, o, cost, UnitProfile());
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const auto& [name, stats] : report->policies) {
+    EXPECT_LE(report->tight_bound_seconds, stats.mean_iteration_seconds) << name;
+  }
+  // Simulate's one batch, rebuilt: deepspeed's plan priced at stage 2.
+  std::mt19937_64 rng(o.seed);
+  std::uniform_int_distribution<size_t> pick(0, dataset.size() - 1);
+  std::vector<Sequence> batch(12);
+  for (size_t k = 0; k < batch.size(); ++k) batch[k] = {int64_t(k), dataset[pick(rng)]};
+  ScheduleOptions so;
+  so.topology = o.topology;
+  so.bucket_size_tokens = o.bucket_size_tokens;
+  auto plan = Schedule(Policy::kDeepSpeed, batch, so, cost);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_DOUBLE_EQ(report->policies.at("deepspeed").mean_iteration_seconds,
+                   SimulatePlan(*plan, cost, UnitProfile(), 2).seconds);
+  EXPECT_EQ(PricingZeroStage(Policy::kDeepSpeed, 0), 2);
+  EXPECT_EQ(PricingZeroStage(Policy::kSkrull, 1), 1);
+}
+
+TEST(Simulator, SimulateRefusesAZeroStageItDoesNotPrice) {
+  const CostModel cost(Preset("tiny"));
+  SimulationOptions o;
+  o.topology = {1, 1};
+  o.bucket_size_tokens = 100;
+  o.batch_size = 1;
+  o.steps = 1;
+  o.zero_stage = 3;
+  auto bad = Simulate({10}, o, cost, UnitProfile());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("zero_stage: must be 0, 1 or 2 (got 3)"), std::string::npos)
+      << bad.status();
 }
 
 }  // namespace

@@ -215,11 +215,44 @@ TEST(Trainer, LoraSavesAdaptersAndResumesExactly) {
                     CheckpointDir(split_dir / "out", 4) + "/adapter_model.safetensors");
 }
 
+// Micro-batches per step in the run's metrics.jsonl.
+std::vector<int64_t> MicroBatchesPerStep(const TempDir& dir) {
+  std::vector<int64_t> counts;
+  StatusOr<std::string> text = ReadFileToString(dir / "out/metrics.jsonl");
+  EXPECT_TRUE(text.ok()) << text.status();
+  if (!text.ok()) return counts;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("micro_batches")) counts.push_back(j["micro_batches"].get<int64_t>());
+  }
+  return counts;
+}
+
+TEST(Trainer, DeepSpeedPolicyRunsMicroBatchSizeSequencesPerMicroBatch) {
+  for (int micro_batch_size : {1, 2}) {
+    TempDir dir;
+    JobFiles f;
+    f.steps = 3;
+    f.policy = "deepspeed";
+    api::JobSpec job = testing::LoadJob(WriteJob(dir, f));
+    job.scheduler.micro_batch_size = micro_batch_size;
+    Result r = Train(job);
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    // batchSize 4 on one rank: 4 / micro_batch_size micro-batches every step.
+    EXPECT_EQ(MicroBatchesPerStep(dir), std::vector<int64_t>(3, f.batch_size / micro_batch_size))
+        << "microBatchSize " << micro_batch_size;
+  }
+}
+
 TEST(Trainer, LossesDoNotDependOnPolicyOrBucketSize) {
   // Same global batches, different micro-batch groupings.
   std::vector<std::vector<double>> runs;
-  for (auto [policy, bucket] : std::vector<std::pair<std::string, int64_t>>{
-           {"skrull", 256}, {"sorted", 64}, {"balanced-cp", 48}, {"cp-all", 100}}) {
+  for (auto [policy, bucket] : std::vector<std::pair<std::string, int64_t>>{{"skrull", 256},
+                                                                            {"sorted", 64},
+                                                                            {"balanced-cp", 48},
+                                                                            {"cp-all", 100},
+                                                                            {"deepspeed", 256}}) {
     TempDir dir;
     JobFiles f;
     f.steps = 5;

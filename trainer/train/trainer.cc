@@ -484,6 +484,7 @@ StatusOr<Run::PlannedStep> Run::PlanStep(int64_t step, StepStats* stats) {
   so.topology = {layout_.dp(), layout_.cp()};
   so.bucket_size_tokens = bucket_size_tokens_;
   so.hardware = hardware_.get();  // null: the scheduler's built-in H100 profile
+  so.micro_batch_size = job_.scheduler.micro_batch_size;  // policy deepspeed only
   StatusOr<scheduler::Plan> planned = scheduler::Schedule(policy_, sequences, so, *cost_);
   if (!planned.ok()) return planned.status().WithContext("step " + std::to_string(step));
   p.plan = std::move(planned).value();

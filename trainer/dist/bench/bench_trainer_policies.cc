@@ -1,7 +1,7 @@
-// bench_trainer_policies: trains the same long-context job under
-// several scheduler policies (default skrull, cp-all, balanced-cp) with the
-// same processes layout (default DP=1 x CP=2: two processes), one after the
-// other in one run, and prints per policy the mean iteration time (after
+// bench_trainer_policies: trains the same long-context job under several
+// scheduler policies (default skrull, cp-all, balanced-cp, deepspeed) with
+// the same processes layout (default DP=1 x CP=2: two processes), one after
+// the other in one run, and prints per policy the mean iteration time (after
 // warm-up steps), tokens/s, where the time went (CP exchange wait, DP
 // all-reduce wait, attention) and the ratio against the first baseline.
 //
@@ -10,7 +10,8 @@
 // mismatch is reported and the exit code is 1.
 //
 //   bench_trainer_policies [--steps 6] [--warmup 2] [--dp 1] [--cp 2]
-//     [--policies skrull,cp-all,balanced-cp] [--samples 64] [--batch 16]
+//     [--policies skrull,cp-all,balanced-cp,deepspeed] [--samples 64] [--batch 16]
+//     [--micro-batch-size 1]
 //     [--short 32:256] [--long 1536:3072] [--long-fraction 0.4]
 //     [--lengths bimodal|wikipedia|lmsyschat1m|chatqa2|llama3-mix]
 //     [--max-length N] [--bucket 2048|auto] [--hardware-profile FILE|measure]
@@ -74,7 +75,8 @@ struct Flags {
   int warmup = 2;
   int dp = 1;
   int cp = 2;
-  std::vector<std::string> policies = {"skrull", "cp-all", "balanced-cp"};
+  std::vector<std::string> policies = {"skrull", "cp-all", "balanced-cp", "deepspeed"};
+  int micro_batch_size = 1;  // deepspeed's spec.scheduler.microBatchSize
   int samples = 64;
   int batch = 16;  // sequences per DP rank per step
   int short_min = 32, short_max = 256;
@@ -119,6 +121,9 @@ int ParseFlags(int argc, char** argv, Flags* f) {
   app.add_option("--dp", f->dp, "data-parallel ranks")->check(CLI::Range(1, 64));
   app.add_option("--cp", f->cp, "context-parallel ranks")->check(CLI::Range(1, 64));
   app.add_option("--policies", f->policies, "comma-separated policies")->delimiter(',');
+  app.add_option("--micro-batch-size", f->micro_batch_size,
+                 "deepspeed's sequences per micro-batch (spec.scheduler.microBatchSize)")
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--samples", f->samples, "data-set size")->check(CLI::Range(1, 1 << 24));
   app.add_option("--batch", f->batch, "sequences per DP rank per step")
       ->check(CLI::Range(1, 1 << 16));
@@ -238,6 +243,7 @@ std::string JobYaml(const Flags& f, const fs::path& root, const std::string& pol
     << "  scheduler:\n    policy: " << policy
     << "\n    bucketSize: " << (f.bucket_auto ? std::string("auto") : std::to_string(f.bucket))
     << "\n    batchSize: " << f.batch << "\n    seed: 2\n";
+  if (policy == "deepspeed") y << "    microBatchSize: " << f.micro_batch_size << "\n";
   if (!f.hardware_profile.empty()) y << "    hardwareProfile: " << f.hardware_profile << "\n";
   y << "  training:\n    steps: " << f.steps << "\n    learningRate: 0.001\n"
     << "    outputDir: " << (root / run / "out").string() << "\n    checkpointEvery: 0\n"
