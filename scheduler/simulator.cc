@@ -142,8 +142,8 @@ GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, 
   // Backward costs about twice the forward; recomputation adds a forward.
   sync.backward_fraction = cost.options().recompute ? 3.0 / 4.0 : 2.0 / 3.0;
   if (zero_stage > 0) {
-    const double parameter_bytes =
-        static_cast<double>(cost.model().NumParameters()) * cost.options().bytes_per_param;
+    const double parameter_bytes = static_cast<double>(cost.model().NumParameters()) *
+                                   BytesPerParameter(cost.options().precision).weights;
     sync.parameter_all_gather_seconds =
         hw.CollectiveSeconds(CollectiveOp::kAllGather, parameter_bytes, world_size);
   }
