@@ -154,16 +154,6 @@ TEST(ChunkedAttention, OffsetSpanGradientsMatchReference) {
   ExpectClose(got.dv, ref.dv, 1e-5, "dv");
 }
 
-TEST(AttentionBackends, SdpaBackendOnCpuEqualsChunked) {
-  const std::vector<int64_t> cu = {0, 5, 12};
-  Qkv x = RandomQkv(12, 4, 2, 8, 9);
-  AttentionLayout layout = LocalLayout(cu);
-  at::Tensor a = MakeChunkedAttention()->Attend(x.q, x.k, x.v, layout, 0);
-  at::Tensor b = MakeSdpaAttention()->Attend(x.q, x.k, x.v, layout, 0);
-  ExpectClose(a.to(at::kDouble), b.to(at::kDouble), 1e-6, "sdpa vs chunked");
-  EXPECT_EQ(MakeDefaultAttention(c10::Device(c10::kCPU))->Name(), "chunked");
-}
-
 TEST(AttentionLayout, LocalLayoutAndSpans) {
   AttentionLayout layout = LocalLayout({0, 3, 3, 10});
   EXPECT_EQ(layout.num_tokens, 10);

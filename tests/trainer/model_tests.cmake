@@ -7,6 +7,7 @@ skrull_test(trainer_safetensors_test
 skrull_test(trainer_model_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/model_attention_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model_flash_attention_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/model_rope_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/model_decoder_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/model_weights_test.cc
@@ -20,5 +21,11 @@ skrull_test(trainer_model_bench_test
 # CUDA paths against the CPU reference; skips without a device.
 skrull_test(trainer_model_gpu_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/model_gpu_test.cc
+  DEPS skrull_model
+  LABELS gpu)
+# The flash varlen path against the chunked reference on one GPU; skips
+# without a device or a flash-capable one.
+skrull_test(trainer_model_gpu_attention_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/model_gpu_attention_test.cc
   DEPS skrull_model
   LABELS gpu)

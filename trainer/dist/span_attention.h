@@ -3,10 +3,14 @@
 // attention call (cp_attention.cc: local spans overlap the K/V all-gather in
 // forward and the dK/dV reduce-scatter in backward).
 //
-// The math is model::CausalAttentionForward/Backward (attention.h) with
-// blocks of exactly `block_rows` query rows: float32 compute, a float32
-// log-sum-exp per (query row, head) saved by forward, probabilities
-// recomputed per block in backward; GQA by grouping query heads per K/V head.
+// The kernel is model::ChooseAttentionKernel's (flash_attention.h): for
+// bf16/fp16 on a GPU with libtorch >= 2.6, one FlashAttention-2 varlen call
+// over all spans (model::FlashAttentionForward/Backward); elsewhere
+// model::CausalAttentionForward/Backward (attention.h) with blocks of exactly
+// `block_rows` query rows: float32 compute, probabilities recomputed per
+// block in backward, GQA by grouping query heads per K/V head. Both save the
+// same float32 log-sum-exp per (query row, head), so out/lse from either
+// forward feed either backward.
 // Spans use model::AttentionSpan: query i of a span sees key j iff
 // j <= i + causal_offset.
 //

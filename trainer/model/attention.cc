@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/status.h"
+#include "trainer/model/flash_attention.h"
 #include "trainer/model/torch_compat.h"
 
 namespace skrull::model {
@@ -40,6 +41,23 @@ std::vector<AttentionSpan> LocalSpans(const AttentionLayout& layout) {
   return spans;
 }
 
+std::vector<int64_t> FlattenSpans(const std::vector<AttentionSpan>& spans) {
+  std::vector<int64_t> flat;
+  flat.reserve(spans.size() * 5);
+  for (const AttentionSpan& s : spans) {
+    flat.insert(flat.end(), {s.q_begin, s.q_len, s.k_begin, s.k_len, s.causal_offset});
+  }
+  return flat;
+}
+
+std::vector<AttentionSpan> UnflattenSpans(const std::vector<int64_t>& flat) {
+  std::vector<AttentionSpan> spans;
+  for (size_t i = 0; i + 5 <= flat.size(); i += 5) {
+    spans.push_back({flat[i], flat[i + 1], flat[i + 2], flat[i + 3], flat[i + 4]});
+  }
+  return spans;
+}
+
 namespace {
 
 void CheckLocalInputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -71,37 +89,23 @@ class ChunkedAttentionBackend : public AttentionBackend {
   ChunkedAttentionOptions options_;
 };
 
-class SdpaAttentionBackend : public AttentionBackend {
+class SelectingAttentionBackend : public AttentionBackend {
  public:
-  explicit SdpaAttentionBackend(ChunkedAttentionOptions fallback) : fallback_(fallback) {}
+  explicit SelectingAttentionBackend(ChunkedAttentionOptions chunked) : chunked_(chunked) {}
 
   at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                     const AttentionLayout& layout, int layer) override {
-    if (!compat::HasFusedSdpa() || !q.is_cuda()) return fallback_.Attend(q, k, v, layout, layer);
     CheckLocalInputs(q, k, v, layout);
-    const int64_t groups = q.size(1) / k.size(1);
-    std::vector<at::Tensor> outs;
-    for (const AttentionSpan& s : LocalSpans(layout)) {
-      // [L, H, D] -> [1, H, L, D]; K/V heads repeated as HF's repeat_kv.
-      at::Tensor qs = q.narrow(0, s.q_begin, s.q_len).transpose(0, 1).unsqueeze(0);
-      at::Tensor ks = k.narrow(0, s.k_begin, s.k_len).transpose(0, 1);
-      at::Tensor vs = v.narrow(0, s.k_begin, s.k_len).transpose(0, 1);
-      if (groups > 1) {
-        ks = ks.repeat_interleave(groups, 0);
-        vs = vs.repeat_interleave(groups, 0);
-      }
-      at::Tensor o = compat::SdpaCausal(qs.contiguous(), ks.unsqueeze(0).contiguous(),
-                                        vs.unsqueeze(0).contiguous());
-      outs.push_back(o.squeeze(0).transpose(0, 1));
-    }
-    if (outs.empty()) return at::zeros_like(q);
-    return outs.size() == 1 ? outs[0].contiguous() : at::cat(outs, 0);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
+    return SelectedCausalAttention(q, k, v, LocalSpans(layout), scale, chunked_);
   }
 
-  std::string Name() const override { return compat::HasFusedSdpa() ? "sdpa" : "chunked"; }
+  std::string Name() const override {
+    return compat::HasFlashVarlen() ? "flash-varlen|chunked" : "chunked";
+  }
 
  private:
-  ChunkedAttentionBackend fallback_;
+  ChunkedAttentionOptions chunked_;
 };
 
 }  // namespace
@@ -110,12 +114,12 @@ std::unique_ptr<AttentionBackend> MakeChunkedAttention(ChunkedAttentionOptions o
   return std::make_unique<ChunkedAttentionBackend>(options);
 }
 
-std::unique_ptr<AttentionBackend> MakeSdpaAttention(ChunkedAttentionOptions fallback) {
-  return std::make_unique<SdpaAttentionBackend>(fallback);
+std::unique_ptr<AttentionBackend> MakeSelectingAttention(ChunkedAttentionOptions chunked) {
+  return std::make_unique<SelectingAttentionBackend>(chunked);
 }
 
 std::unique_ptr<AttentionBackend> MakeDefaultAttention(c10::Device device) {
-  if (device.is_cuda() && compat::HasFusedSdpa()) return MakeSdpaAttention();
+  if (device.is_cuda()) return MakeSelectingAttention();
   return MakeChunkedAttention();
 }
 

@@ -81,6 +81,11 @@ struct AttentionSpan {
 // Spans of the local sequences of `layout`.
 std::vector<AttentionSpan> LocalSpans(const AttentionLayout& layout);
 
+// Spans as 5 integers each (q_begin, q_len, k_begin, k_len, causal_offset),
+// the form an autograd function can save, and back.
+std::vector<int64_t> FlattenSpans(const std::vector<AttentionSpan>& spans);
+std::vector<AttentionSpan> UnflattenSpans(const std::vector<int64_t>& flat);
+
 // Memory-bounded causal attention over spans, with plain tensor ops on any
 // device and a custom autograd function (recompute in backward, as
 // FlashAttention does): it stores only q, k, v, the output and a float32
@@ -123,12 +128,13 @@ struct ChunkedAttentionOptions {
 // The portable backend: CausalAttention over the local sequences.
 std::unique_ptr<AttentionBackend> MakeChunkedAttention(ChunkedAttentionOptions options = {});
 
-// Fused SDPA (FlashAttention / memory-efficient kernels) per local sequence
-// where compat::HasFusedSdpa() and the tensors are on a CUDA device;
-// otherwise (libtorch 1.13, CPU tensors) the chunked path.
-std::unique_ptr<AttentionBackend> MakeSdpaAttention(ChunkedAttentionOptions fallback = {});
+// Per call, the kernel model::SelectAttentionKernel picks
+// (flash_attention.h): FlashAttention-2 varlen over all local sequences at
+// once for bf16/fp16 on a GPU that supports it with libtorch >= 2.6, else
+// the chunked path with `chunked`'s block sizes.
+std::unique_ptr<AttentionBackend> MakeSelectingAttention(ChunkedAttentionOptions chunked = {});
 
-// The best backend for `device`: SDPA on CUDA with libtorch >= 2, else chunked.
+// The backend for `device`: the selecting one on CUDA, chunked elsewhere.
 std::unique_ptr<AttentionBackend> MakeDefaultAttention(c10::Device device);
 
 }  // namespace skrull::model

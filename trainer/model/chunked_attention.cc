@@ -18,8 +18,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr int kSpanFields = 5;
-
 // [B, Hq, D] -> float [Hkv, G * B, D]; row g * B + b is query head
 // kv * G + g at row b.
 at::Tensor ToGrouped(const at::Tensor& x, int64_t hkv) {
@@ -86,14 +84,6 @@ void ForEachBlock(const AttentionSpan& span, int64_t block_rows, Fn&& fn) {
   }
 }
 
-std::vector<AttentionSpan> Unflatten(const std::vector<int64_t>& flat) {
-  std::vector<AttentionSpan> spans;
-  for (size_t i = 0; i + kSpanFields <= flat.size(); i += kSpanFields) {
-    spans.push_back({flat[i], flat[i + 1], flat[i + 2], flat[i + 3], flat[i + 4]});
-  }
-  return spans;
-}
-
 // [L, Hkv, D] key rows of a span -> float [Hkv, L, D], contiguous.
 at::Tensor GroupedKeys(const at::Tensor& x, const AttentionSpan& span) {
   return x.narrow(0, span.k_begin, span.k_len).to(at::kFloat).permute({1, 0, 2}).contiguous();
@@ -106,7 +96,8 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
                             int64_t block_rows, int64_t max_elements) {
     at::Tensor out = at::zeros(q.sizes(), q.options().dtype(at::kFloat));
     at::Tensor lse = at::zeros({q.size(0), q.size(1)}, q.options().dtype(at::kFloat));
-    CausalAttentionForward(q, k, v, Unflatten(spans), scale, block_rows, max_elements, out, lse);
+    CausalAttentionForward(q, k, v, UnflattenSpans(spans), scale, block_rows, max_elements, out,
+                           lse);
     at::Tensor result = out.to(q.scalar_type());
     ctx->save_for_backward({q, k, v, out, lse});
     ctx->saved_data["spans"] = spans;
@@ -126,7 +117,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     at::Tensor dv = at::zeros(v.sizes(), v.options().dtype(at::kFloat));
     CausalAttentionBackward(
         q, k, v, /*out=*/saved[3], /*lse=*/saved[4], grad_outputs[0],
-        Unflatten(ctx->saved_data["spans"].toIntVector()), ctx->saved_data["scale"].toDouble(),
+        UnflattenSpans(ctx->saved_data["spans"].toIntVector()), ctx->saved_data["scale"].toDouble(),
         ctx->saved_data["block_rows"].toInt(), ctx->saved_data["max_elements"].toInt(), dq, dk, dv);
     return {dq.to(q.scalar_type()),
             dk.to(k.scalar_type()),
@@ -210,8 +201,6 @@ at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
       << "query heads " << q.size(1) << " not a multiple of K/V heads " << k.size(1);
   SKRULL_CHECK(block_rows >= 1 && max_block_elements >= 1)
       << block_rows << " " << max_block_elements;
-  std::vector<int64_t> flat;
-  flat.reserve(spans.size() * kSpanFields);
   for (const AttentionSpan& s : spans) {
     SKRULL_CHECK(s.q_len >= 0 && s.q_begin >= 0 && s.q_begin + s.q_len <= q.size(0))
         << "span query rows [" << s.q_begin << ", " << s.q_begin + s.q_len << ") outside "
@@ -221,9 +210,8 @@ at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
         << k.size(0);
     SKRULL_CHECK(s.causal_offset >= 0) << "negative causal offset " << s.causal_offset;
     SKRULL_CHECK(s.q_len == 0 || s.k_len > 0) << "span with queries but no keys";
-    flat.insert(flat.end(), {s.q_begin, s.q_len, s.k_begin, s.k_len, s.causal_offset});
   }
-  return CausalAttentionFunction::apply(q, k, v, std::move(flat), scale, block_rows,
+  return CausalAttentionFunction::apply(q, k, v, FlattenSpans(spans), scale, block_rows,
                                         max_block_elements);
 }
 

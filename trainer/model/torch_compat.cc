@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <mutex>
 
 namespace skrull::model::compat {
 
@@ -18,25 +20,82 @@ namespace skrull::model::compat {
 // TCPStore's libuv switch (dist/process_groups.cc UseClassicTcpStore). Checked
 // with -fsyntax-only against Debian's libtorch 2.6 and 2.14 headers by
 // scripts/check-torch2-syntax.sh (the build itself uses 1.13).
-#if TORCH_VERSION_MAJOR >= 2
-#define SKRULL_TORCH_HAS_SDPA 1
+// The flash varlen ops exist since 2.0, but their signatures settled (scale,
+// window sizes, seqused_k, alibi) by 2.6, the version this is built against.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+#define SKRULL_TORCH_HAS_FLASH_VARLEN 1
 #else
-#define SKRULL_TORCH_HAS_SDPA 0
+#define SKRULL_TORCH_HAS_FLASH_VARLEN 0
 #endif
 
 std::string TorchVersion() { return TORCH_VERSION; }
 
-bool HasFusedSdpa() { return SKRULL_TORCH_HAS_SDPA != 0; }
+bool HasFlashVarlen() { return SKRULL_TORCH_HAS_FLASH_VARLEN != 0; }
 
-at::Tensor SdpaCausal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-#if SKRULL_TORCH_HAS_SDPA
-  // (query, key, value, attn_mask, dropout_p, is_causal): the prefix common
-  // to every 2.x signature (2.1 added scale, 2.5 enable_gqa, both defaulted).
-  return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+namespace {
+
+// at::SDPBackend::flash_attention (ATen/SDPBackend.h, 2.1+).
+constexpr int64_t kSdpFlashAttention = 1;
+
+bool ProbeFlashKernel(const at::Tensor& q, int64_t heads) {
+#if SKRULL_TORCH_HAS_FLASH_VARLEN
+  // [batch, heads, seq, head_dim], square and causal: the case the selector
+  // checks architecture, dtype, head dim and the global flash switch for.
+  at::Tensor x = at::zeros({1, heads, 2, q.size(-1)}, q.options().requires_grad(false));
+  return at::_fused_sdp_choice(x, x, x, {}, 0.0, /*is_causal=*/true) == kSdpFlashAttention;
 #else
-  SKRULL_CHECK(false) << "SdpaCausal called on libtorch " << TORCH_VERSION
-                      << ", which has no scaled_dot_product_attention (check HasFusedSdpa())";
-  return at::Tensor();
+  (void)q;
+  (void)heads;
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool FlashKernelUsable(const at::Tensor& q, int64_t heads) {
+  if (!HasFlashVarlen() || !q.is_cuda()) return false;
+  using Key = std::tuple<int, int, int64_t, int64_t>;
+  static std::mutex mu;
+  static std::map<Key, bool> cache;
+  const Key key{q.device().index(), static_cast<int>(q.scalar_type()), heads, q.size(-1)};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, ProbeFlashKernel(q, heads)).first;
+  return it->second;
+}
+
+FlashVarlenOutput FlashVarlenForward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                     const at::Tensor& cu_q, const at::Tensor& cu_k, int64_t max_q,
+                                     int64_t max_k, double scale) {
+#if SKRULL_TORCH_HAS_FLASH_VARLEN
+  auto [out, lse, seed, offset, unused] =
+      at::_flash_attention_forward(q, k, v, cu_q, cu_k, max_q, max_k, /*dropout_p=*/0.0,
+                                   /*is_causal=*/true, /*return_debug_mask=*/false, scale);
+  (void)unused;
+  return FlashVarlenOutput{out, lse, seed, offset};
+#else
+  (void)q, (void)k, (void)v, (void)cu_q, (void)cu_k, (void)max_q, (void)max_k, (void)scale;
+  SKRULL_CHECK(false) << "FlashVarlenForward called on libtorch " << TORCH_VERSION
+                      << " (check HasFlashVarlen())";
+  return {};
+#endif
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashVarlenBackward(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const at::Tensor& cu_q, const at::Tensor& cu_k,
+    int64_t max_q, int64_t max_k, double scale, const at::Tensor& philox_seed,
+    const at::Tensor& philox_offset) {
+#if SKRULL_TORCH_HAS_FLASH_VARLEN
+  return at::_flash_attention_backward(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k,
+                                       /*dropout_p=*/0.0, /*is_causal=*/true, philox_seed,
+                                       philox_offset, scale);
+#else
+  (void)dout, (void)q, (void)k, (void)v, (void)out, (void)lse, (void)cu_q, (void)cu_k;
+  (void)max_q, (void)max_k, (void)scale, (void)philox_seed, (void)philox_offset;
+  SKRULL_CHECK(false) << "FlashVarlenBackward called on libtorch " << TORCH_VERSION
+                      << " (check HasFlashVarlen())";
+  return {};
 #endif
 }
 

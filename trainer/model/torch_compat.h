@@ -2,10 +2,11 @@
 // 1.13, or a CUDA libtorch from PyTorch 2.x) and which device it runs on.
 // Everything else in trainer/ calls these and carries no version #ifs.
 //
-//   libtorch 1.13: no at::scaled_dot_product_attention -> HasFusedSdpa() is
-//     false and attention uses the chunked path on every device.
-//   libtorch >= 2.0: SDPA (flash / memory-efficient kernels on CUDA) is used
-//     for local sequences on CUDA devices.
+//   libtorch < 2.6 (Debian 12's CPU 1.13): HasFlashVarlen() is false and
+//     attention uses the chunked path on every device.
+//   libtorch >= 2.6: ATen's FlashAttention-2 varlen kernels
+//     (at::_flash_attention_forward/_backward with cumulative sequence
+//     lengths) are callable; model/flash_attention.h decides when to use them.
 //
 // Thread safety: all functions are thread safe.
 #ifndef SKRULL_TRAINER_MODEL_TORCH_COMPAT_H_
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "common/status.h"
 
@@ -26,13 +28,44 @@ namespace skrull::model::compat {
 // "1.13.0", "2.4.1", ...
 std::string TorchVersion();
 
-// True when libtorch has at::scaled_dot_product_attention (>= 2.0).
-bool HasFusedSdpa();
+// True when this libtorch has ATen's flash varlen ops with the signature
+// used below (PyTorch >= 2.6; compiled and linked against 2.6 by
+// scripts/check-gpu-build.sh). Says nothing about the device.
+bool HasFlashVarlen();
 
-// Causal attention of one sequence through SDPA, top-left aligned (query i
-// sees keys 0..i). q, k, v: [1, H, L, D], same H (repeat K/V heads first),
-// scale 1/sqrt(D). REQUIRES: HasFusedSdpa().
-at::Tensor SdpaCausal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+// True when libtorch's own SDPA selector (at::_fused_sdp_choice) would run
+// the flash kernel for causal attention with q's device and dtype, `heads`
+// heads and q's head dim: the library was built with flash, the GPU's
+// architecture is one it supports (sm80..sm90 in 2.6), flash SDP is not
+// disabled (at::globalContext().setSDPUseFlash). Cached per (device, dtype,
+// heads, head dim); false on CPU tensors or when !HasFlashVarlen().
+bool FlashKernelUsable(const at::Tensor& q, int64_t heads);
+
+// One call of at::_flash_attention_forward over packed sequences.
+//   q: [total_q, Hq, D], k, v: [total_k, Hkv, D] (bf16/fp16, CUDA,
+//   contiguous); cu_q, cu_k: int32 [B + 1] on q's device. Causal is
+//   bottom-right aligned (FlashAttention-2): query i of sequence b sees key
+//   j iff j <= i + (len_k(b) - len_q(b)). lse is libtorch's own layout
+//   ([Hq, total_q] or [B, Hq, max_q], depending on the version).
+//   REQUIRES: HasFlashVarlen().
+struct FlashVarlenOutput {
+  at::Tensor out;                         // [total_q, Hq, D], q's dtype
+  at::Tensor lse;                         // float32 natural-log log-sum-exp of scale * scores
+  at::Tensor philox_seed, philox_offset;  // dropout RNG state (unused: p = 0)
+};
+FlashVarlenOutput FlashVarlenForward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                     const at::Tensor& cu_q, const at::Tensor& cu_k, int64_t max_q,
+                                     int64_t max_k, double scale);
+
+// The matching at::_flash_attention_backward: returns {dq, dk, dv} in q's
+// dtype and q/k/v's shapes (GQA heads summed). out, dout in q's dtype; lse
+// and the philox tensors as FlashVarlenForward returned them.
+// REQUIRES: HasFlashVarlen().
+std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashVarlenBackward(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, const at::Tensor& cu_q, const at::Tensor& cu_k,
+    int64_t max_q, int64_t max_k, double scale, const at::Tensor& philox_seed,
+    const at::Tensor& philox_offset);
 
 bool CudaAvailable();
 int64_t CudaDeviceCount();
