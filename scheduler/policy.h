@@ -52,6 +52,10 @@ struct ScheduleOptions {
   // Time model for the cost-aware steps of `skrull` (not owned; must
   // outlive the call). Null uses H100Profile(). Other policies ignore it.
   const HardwareProfile* hardware = nullptr;
+  // `skrull` only: also consider sharding sequences over aligned CP
+  // sub-groups of 2, 4, ... ranks (GdsOptions::sub_groups). false gives
+  // skrull's plans with every distributed sequence over all CP ranks.
+  bool sub_groups = true;
 };
 
 // What is wrong with a layout against the limits above ("topology: dp x cp =
