@@ -118,12 +118,12 @@ struct Case {
   std::vector<SeqSpec> seqs;
   CpAttentionOptions options;
   bool expect_exchange = true;
-  // Per CP rank: the groups it exchanges on (empty: one when expect_exchange).
-  std::vector<int> groups_of_rank;
 };
 
-// Runs `c` on forked CP ranks; each rank checks its rows against the reference.
-void RunCase(const Case& c) {
+// Runs `c` on forked CP ranks; each rank checks its rows against the
+// reference. `groups_of_rank[r]`: the groups CP rank r exchanges on (empty:
+// one each when c.expect_exchange).
+void RunCase(const Case& c, const std::vector<int>& groups_of_rank = {}) {
   const scheduler::Plan plan = OneMicroBatchPlan(c.cp, c.seqs);
   std::vector<std::vector<int32_t>> tokens;
   std::vector<train::SequenceTokens> batch;
@@ -162,7 +162,7 @@ void RunCase(const Case& c) {
     ExpectClose(v.grad(), Rows(ref.dv, rows, ref.dv[0]), "rank " + std::to_string(rank) + " dv");
     const int64_t exchanges = static_cast<int64_t>(xp.groups.size());
     EXPECT_EQ(exchanges,
-              c.groups_of_rank.empty() ? (c.expect_exchange ? 1 : 0) : c.groups_of_rank[rank])
+              groups_of_rank.empty() ? (c.expect_exchange ? 1 : 0) : groups_of_rank[rank])
         << "rank " << rank;
     EXPECT_EQ(stats->distributed_calls, exchanges > 0 ? 1 : 0);
     EXPECT_EQ(stats->allgathers, exchanges * (c.options.save_gathered_kv ? 1 : 2));
@@ -214,9 +214,8 @@ TEST(CpAttention, MatchesDenseAttentionCp4WithSequencesOnGroupsOf1And2And4) {
   // 2-groups {0,1} and {2,3}, and on all 4 ranks. Ranks 0..1 exchange on
   // their 2-group and the whole group, ranks 2..3 too.
   const int g01 = scheduler::SubGroupCode(0, 2), g23 = scheduler::SubGroupCode(2, 2);
-  Case c{4, {{13, g01}, {5, 0}, {21, kDist}, {9, g23}, {3, 3}, {4, g01}, {1, g23}, {6, 2}}, {}};
-  c.groups_of_rank = {2, 2, 2, 2};
-  RunCase(c);
+  RunCase({4, {{13, g01}, {5, 0}, {21, kDist}, {9, g23}, {3, 3}, {4, g01}, {1, g23}, {6, 2}}, {}},
+          {2, 2, 2, 2});
 }
 
 TEST(CpAttention, SubGroupOnlyMicroBatchLeavesOtherRanksOutOfTheExchange) {
@@ -225,9 +224,7 @@ TEST(CpAttention, SubGroupOnlyMicroBatchLeavesOtherRanksOutOfTheExchange) {
   CpAttentionOptions o;
   o.save_gathered_kv = false;
   o.block_rows = 3;
-  Case c{4, {{11, scheduler::SubGroupCode(2, 2)}, {4, 0}, {7, 1}}, o};
-  c.groups_of_rank = {0, 0, 1, 1};
-  RunCase(c);
+  RunCase({4, {{11, scheduler::SubGroupCode(2, 2)}, {4, 0}, {7, 1}}, o}, {0, 0, 1, 1});
 }
 
 }  // namespace
