@@ -199,8 +199,6 @@ class RankScheduler {
     dacp_.rule = options.rule;
     dacp_.flops = [&cost](int64_t s) { return cost.FlopsPerSequence(s); };
     dacp_.sharded_flops = [&cost](int64_t s, int n) { return cost.FlopsSharded(s, n); };
-    dacp_sub_groups_ = dacp_;
-    dacp_sub_groups_.sub_groups = true;
   }
 
   const GradientSync& sync() const { return sync_; }
@@ -335,7 +333,10 @@ class RankScheduler {
         g.dacp_rollbacks = 0;
       }
     }
-    if (options_.sub_groups && cp > 2) RefineSubGroups(lengths, flops, longest_first, pricer, g);
+    // Sub-groups only change placements where a sequence does not fit one rank.
+    if (options_.sub_groups && cp > 2 && !lengths.empty() && lengths[longest_first[0]] > bucket) {
+      RefineSubGroups(lengths, flops, longest_first, pricer, g);
+    }
   }
 
   // Prices the sub-group candidates (GdsOptions::sub_groups) against g.
@@ -343,22 +344,19 @@ class RankScheduler {
                        const std::vector<size_t>& longest_first, const MicroBatchPricer& pricer,
                        PlacedGroup& g) const {
     const int cp = options_.topology.cp;
-    auto consider = [&](const std::vector<int>& placement, int64_t rollbacks) {
-      const double seconds = pricer.Seconds(placement);
-      if (seconds < g.seconds) {
-        g.seconds = seconds;
-        g.placement = placement;
-        g.dacp_rollbacks = rollbacks;
-      }
-    };
-    if (auto dacp = RunDacp(lengths, dacp_sub_groups_)) consider(dacp->placement, dacp->rollbacks);
     std::vector<int> placement;
     for (size_t d : {0, 1, 2, 4}) {
       if (d > lengths.size()) break;
       for (int widen = 0; widen <= 1; ++widen) {
-        if (SubGroupLpt(lengths, flops, longest_first, d, widen, cp, options_.bucket_size_tokens,
-                        &placement)) {
-          consider(placement, 0);
+        if (!SubGroupLpt(lengths, flops, longest_first, d, widen, cp, options_.bucket_size_tokens,
+                         &placement)) {
+          continue;
+        }
+        const double seconds = pricer.Seconds(placement);
+        if (seconds < g.seconds) {
+          g.seconds = seconds;
+          g.placement = placement;
+          g.dacp_rollbacks = 0;
         }
       }
     }
@@ -368,7 +366,6 @@ class RankScheduler {
   const CostModel& cost_;
   GradientSync sync_;  // cost-aware mode only
   DacpOptions dacp_;
-  DacpOptions dacp_sub_groups_;  // dacp_ with sub_groups
   // Candidate batchings share micro-batches (all of them are one micro-batch
   // when the rank's tokens fit C x N), so placements are computed once per
   // set of sequence ids.

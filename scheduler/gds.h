@@ -11,10 +11,12 @@
 // the cheapest; ties keep the paper's choice:
 //   - per micro-batch, DACP's placement vs "distribute the d longest, LPT
 //     the rest onto ranks by FLOPs within BucketSize" for d = 0..16, a x1.25
-//     ladder above, and d = K (static CP); with GdsOptions::sub_groups also
-//     DACP with sub-groups and "the d longest over all ranks, each other
-//     sequence on the least-loaded aligned group of the smallest size its
-//     shard fits, widened w times" for d in {0, 1, 2, 4}, w in {0, 1};
+//     ladder above, and d = K (static CP); with GdsOptions::sub_groups, when
+//     a sequence exceeds BucketSize, also "the d longest over all ranks,
+//     each other sequence on the least-loaded aligned group of the smallest
+//     size its shard fits, widened w times" for d in {0, 1, 2, 4}, w in
+//     {0, 1} (DACP with sub-groups is not priced: on bench_sub_group_cp it
+//     won 0.001x for +26 ms CPU on 65,536 ChatQA2 sequences);
 //   - per DP rank, the deal at m (and m+1..m+extra_micro_batch_counts) vs
 //     two tighter packings: FLOPs-balanced LPT under the shard capacity and
 //     first-fit decreasing (balanced-cp's);

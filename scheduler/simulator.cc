@@ -25,6 +25,8 @@ MicroBatchPricer::MicroBatchPricer(std::vector<int64_t> lengths, int cp, const C
   for (int64_t s : lengths_) {
     attention_flops_.push_back(cost.AttentionFlops(s) * hw_factor);
     local_attention_seconds_.push_back(hw.AttentionSeconds(attention_flops_.back(), s));
+    all_shard_attention_seconds_.push_back(
+        hw.AttentionSeconds(attention_flops_.back() / cp, ShardTokens(s, cp)));
   }
   for (int size = 2; size < cp; size *= 2) size_levels_.push_back(size);
   size_levels_.push_back(cp);
@@ -34,6 +36,7 @@ MicroBatchPricer::MicroBatchPricer(std::vector<int64_t> lengths, int cp, const C
     slots += static_cast<size_t>(cp / size);
   }
   group_tokens_.assign(slots, 0);
+  slot_seconds_.assign(slots, 0.0);
   shard_attention_seconds_.assign(lengths_.size() * size_levels_.size(), -1.0);
   kv_bytes_per_token_ = cost.KvBytesPerLayer(1);
   gathers_ = cost.options().recompute ? 2.0 : 1.0;
@@ -64,6 +67,7 @@ size_t MicroBatchPricer::Level(int size) const {
 }
 
 double MicroBatchPricer::ShardAttentionSeconds(size_t k, size_t level) const {
+  if (level + 1 == size_levels_.size()) return all_shard_attention_seconds_[k];
   double& cached = shard_attention_seconds_[k * size_levels_.size() + level];
   if (cached < 0) {
     const int size = size_levels_[level];
@@ -86,15 +90,20 @@ void MicroBatchPricer::Evaluate(const std::vector<int>& placement, MicroBatchTim
   local_attention_.assign(static_cast<size_t>(cp_), 0.0);
   shard_attention_.assign(static_cast<size_t>(cp_), 0.0);
   std::fill(group_tokens_.begin(), group_tokens_.end(), 0);
+  const size_t all_level = size_levels_.size() - 1;
+  bool sub_groups = false;
   for (size_t k = 0; k < lengths_.size(); ++k) {
-    const ShardGroup g = GroupOfCode(placement[k], cp_);
-    if (g.size == 1) {
-      SKRULL_CHECK(g.first < cp_) << "placement " << g.first << " cp " << cp_;
-      local_tokens_[g.first] += lengths_[k];
-      local_attention_[g.first] += local_attention_seconds_[k];
+    const int code = placement[k];
+    if (code >= 0 || cp_ == 1) {
+      const int r = code >= 0 ? code : 0;
+      SKRULL_CHECK(r < cp_) << "placement " << r << " cp " << cp_;
+      local_tokens_[r] += lengths_[k];
+      local_attention_[r] += local_attention_seconds_[k];
       continue;
     }
-    const size_t level = Level(g.size);
+    const ShardGroup g = code == kDistributed ? ShardGroup{0, cp_} : GroupOfCode(code, cp_);
+    const size_t level = g.size == cp_ ? all_level : Level(g.size);
+    sub_groups = sub_groups || level != all_level;
     const int64_t shard = ShardTokens(lengths_[k], g.size);
     const double attention = ShardAttentionSeconds(k, level);
     for (int r = g.first; r < g.first + g.size; ++r) {
@@ -103,17 +112,23 @@ void MicroBatchPricer::Evaluate(const std::vector<int>& placement, MicroBatchTim
     }
     group_tokens_[slot_offset_[level] + static_cast<size_t>(g.first / g.size)] += lengths_[k];
   }
+  // Each group's exchange once; a rank pays the groups holding it.
+  const size_t first_level = sub_groups ? 0 : all_level;
+  for (size_t slot = slot_offset_[first_level]; slot < group_tokens_.size(); ++slot) {
+    size_t level = first_level;
+    while (level + 1 < size_levels_.size() && slot >= slot_offset_[level + 1]) ++level;
+    slot_seconds_[slot] = GroupCommSeconds(group_tokens_[slot], size_levels_[level]);
+  }
 
   MicroBatchTime& t = *out;
   for (int r = 0; r < cp_; ++r) {
     const int64_t tokens = local_tokens_[r] + shard_tokens_[r];
     if (tokens == 0) continue;
     double comm = 0;
-    for (size_t level = 0; level < size_levels_.size(); ++level) {
+    for (size_t level = first_level; level < size_levels_.size(); ++level) {
       const int size = size_levels_[level];
       if (r / size * size + size > cp_) continue;  // past the last aligned group
-      comm += GroupCommSeconds(group_tokens_[slot_offset_[level] + static_cast<size_t>(r / size)],
-                               size);
+      comm += slot_seconds_[slot_offset_[level] + static_cast<size_t>(r / size)];
     }
     const double local =
         hw_.ComputeSeconds(linear_flops_per_token_ * static_cast<double>(local_tokens_[r]),

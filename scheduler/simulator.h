@@ -87,12 +87,14 @@ class MicroBatchPricer {
   double layers_ = 0, kv_bytes_per_token_ = 0, gathers_ = 0;
   double linear_flops_per_token_ = 0, launch_seconds_ = 0;
   std::vector<double> local_attention_seconds_, attention_flops_;
+  std::vector<double> all_shard_attention_seconds_;  // sharded over all cp ranks
   // Group sizes: 2, 4, ... below cp, then cp. Group slot of (first, size):
   // slot_offset_[level] + first / size.
   std::vector<int> size_levels_;
   std::vector<size_t> slot_offset_;
   mutable std::vector<double> shard_attention_seconds_;  // [k * levels + level]; < 0: unset
   mutable std::vector<int64_t> local_tokens_, shard_tokens_, group_tokens_;
+  mutable std::vector<double> slot_seconds_;  // per group slot: its exchange's seconds
   mutable std::vector<double> local_attention_, shard_attention_;
 };
 
