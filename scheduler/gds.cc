@@ -82,6 +82,73 @@ bool LongestDistributed(const std::vector<int64_t>& lengths, const std::vector<d
   return true;
 }
 
+// The next ShardGroup size after `size` in a CP group of `cp`: 2, 4, ...
+// below cp, then cp; 0 after cp.
+int NextGroupSize(int size, int cp) {
+  if (size >= cp) return 0;
+  return size * 2 < cp ? size * 2 : cp;
+}
+
+// Scratch of SubGroupLpt: per CP rank, tokens left and FLOPs placed.
+struct RankLoads {
+  std::vector<int64_t> room;
+  std::vector<double> load;
+};
+
+// The first rank of the aligned group of `size` ranks with room for `tokens`
+// on each rank whose most-loaded rank is least loaded (ties: lowest); -1 if
+// none has room.
+int LeastLoadedGroup(const RankLoads& ranks, int size, int64_t tokens) {
+  const int cp = static_cast<int>(ranks.room.size());
+  int best = -1;
+  double best_load = 0;
+  for (int first = 0; first + size <= cp; first += size) {
+    bool fits = true;
+    double load = 0;
+    for (int r = first; r < first + size && fits; ++r) {
+      fits = ranks.room[r] >= tokens;
+      load = std::max(load, ranks.load[r]);
+    }
+    if (fits && (best < 0 || load < best_load)) {
+      best = first;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
+// The sub-group alternative: the `d` longest sequences over all CP ranks,
+// then, longest first, each other sequence on the least-loaded aligned group
+// (LeastLoadedGroup) of the smallest size whose shard fits BucketSize,
+// widened `widen` times (x2, at most cp) when that size is not 1; a size
+// with no room moves on to the next. False when a sequence fits no group.
+bool SubGroupLpt(const std::vector<int64_t>& lengths, const std::vector<double>& flops,
+                 const std::vector<size_t>& longest_first, size_t d, int widen, int cp,
+                 int64_t bucket, std::vector<int>* placement) {
+  placement->assign(lengths.size(), kDistributed);
+  thread_local RankLoads ranks;
+  ranks.room.assign(static_cast<size_t>(cp), bucket);
+  ranks.load.assign(static_cast<size_t>(cp), 0.0);
+  for (size_t i = 0; i < longest_first.size(); ++i) {
+    const size_t k = longest_first[i];
+    int size = i < d ? cp : 1;
+    while (ShardTokens(lengths[k], size) > bucket) size = NextGroupSize(size, cp);
+    for (int w = 0; w < widen && size > 1 && size < cp; ++w) size = NextGroupSize(size, cp);
+    int first = -1;
+    for (; size != 0; size = NextGroupSize(size, cp)) {
+      first = LeastLoadedGroup(ranks, size, ShardTokens(lengths[k], size));
+      if (first >= 0) break;
+    }
+    if (first < 0) return false;
+    (*placement)[k] = size == 1 ? first : size == cp ? kDistributed : SubGroupCode(first, size);
+    for (int r = first; r < first + size; ++r) {
+      ranks.room[r] -= ShardTokens(lengths[k], size);
+      ranks.load[r] += flops[k] / size;
+    }
+  }
+  return true;
+}
+
 // Packs by FLOPs balance under a token capacity: longest first, each onto
 // the micro-batch with the least FLOPs whose shards still fit BucketSize
 // (so every micro-batch fits even fully distributed). Starts at the fewest
@@ -267,6 +334,33 @@ class RankScheduler {
         g.dacp_rollbacks = 0;
       }
     }
+    // Sub-groups only change placements where a sequence does not fit one rank.
+    if (options_.sub_groups && cp > 2 && !lengths.empty() && lengths[longest_first[0]] > bucket) {
+      RefineSubGroups(lengths, flops, longest_first, pricer, g);
+    }
+  }
+
+  // Prices the sub-group candidates (GdsOptions::sub_groups) against g.
+  void RefineSubGroups(const std::vector<int64_t>& lengths, const std::vector<double>& flops,
+                       const std::vector<size_t>& longest_first, const MicroBatchPricer& pricer,
+                       PlacedGroup& g) const {
+    const int cp = options_.topology.cp;
+    std::vector<int> placement;
+    for (size_t d : {0, 1, 2, 4}) {
+      if (d > lengths.size()) break;
+      for (int widen = 0; widen <= 1; ++widen) {
+        if (!SubGroupLpt(lengths, flops, longest_first, d, widen, cp, options_.bucket_size_tokens,
+                         &placement)) {
+          continue;
+        }
+        const double seconds = pricer.Seconds(placement);
+        if (seconds < g.seconds) {
+          g.seconds = seconds;
+          g.placement = placement;
+          g.dacp_rollbacks = 0;
+        }
+      }
+    }
   }
 
   const GdsOptions& options_;
@@ -375,7 +469,8 @@ GdsResult RunGds(const std::vector<Sequence>& batch, const GdsOptions& options,
       mb.dp_rank = d;
       mb.index = static_cast<int>(mbs.size());
       for (size_t k = 0; k < g.sequences.size(); ++k) {
-        mb.sequences.push_back({g.sequences[k].id, g.sequences[k].length, g.placement[k]});
+        mb.sequences.push_back(PlacedSequence::FromCode(g.sequences[k].id, g.sequences[k].length,
+                                                        g.placement[k], options.topology.cp));
       }
       result.rollbacks.dacp += g.dacp_rollbacks;
       mbs.push_back(std::move(mb));

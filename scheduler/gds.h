@@ -11,7 +11,12 @@
 // the cheapest; ties keep the paper's choice:
 //   - per micro-batch, DACP's placement vs "distribute the d longest, LPT
 //     the rest onto ranks by FLOPs within BucketSize" for d = 0..16, a x1.25
-//     ladder above, and d = K (static CP);
+//     ladder above, and d = K (static CP); with GdsOptions::sub_groups, when
+//     a sequence exceeds BucketSize, also "the d longest over all ranks,
+//     each other sequence on the least-loaded aligned group of the smallest
+//     size its shard fits, widened w times" for d in {0, 1, 2, 4}, w in
+//     {0, 1} (DACP with sub-groups is not priced: on bench_sub_group_cp it
+//     won 0.001x for +26 ms CPU on 65,536 ChatQA2 sequences);
 //   - per DP rank, the deal at m (and m+1..m+extra_micro_batch_counts) vs
 //     two tighter packings: FLOPs-balanced LPT under the shard capacity and
 //     first-fit decreasing (balanced-cp's);
@@ -45,6 +50,10 @@ struct GdsOptions {
   // only). 0 by default: on the paper's settings (bench_scheduler_policies)
   // 2 extra counts changed no result and doubled the scheduling time.
   int extra_micro_batch_counts = 0;
+  // Cost-aware only: also price placements on aligned CP sub-groups (see
+  // above). The placements without sub-groups stay candidates, so turning
+  // this on never makes an estimate slower.
+  bool sub_groups = false;
   const HardwareProfile* hardware = nullptr;  // REQUIRES: set when cost_aware
   // Threads scheduling DP ranks concurrently on batches of at least
   // kParallelMinSequences sequences; 0 = DefaultSchedulerThreads()

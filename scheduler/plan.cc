@@ -16,23 +16,77 @@ std::string Where(const MicroBatch& mb) {
          std::to_string(mb.index) + ")";
 }
 
+// Sub-group codes: -2 - (first << kLogBits | log2(size)).
+constexpr int kLogBits = 5;
+
+int Log2(int size) {
+  int log = 0;
+  while ((1 << log) < size) ++log;
+  return log;
+}
+
 }  // namespace
+
+bool IsAlignedSubGroup(int first, int size, int cp) {
+  return size >= 2 && size < cp && (size & (size - 1)) == 0 && first >= 0 && first % size == 0 &&
+         first + size <= cp;
+}
+
+int SubGroupCode(int first, int size) {
+  SKRULL_CHECK(size >= 2 && (size & (size - 1)) == 0 && first >= 0 && first % size == 0)
+      << "not an aligned sub-group: first " << first << " size " << size;
+  return -2 - ((first << kLogBits) | Log2(size));
+}
+
+ShardGroup GroupOfCode(int code, int cp) {
+  if (code >= 0) return ShardGroup{code, 1};
+  if (code == kDistributed) return ShardGroup{0, cp};
+  const int v = -2 - code;
+  const ShardGroup g{v >> kLogBits, 1 << (v & ((1 << kLogBits) - 1))};
+  if (g.first == 0 && g.size == cp) return g;
+  SKRULL_CHECK(IsAlignedSubGroup(g.first, g.size, cp))
+      << "placement code " << code << " is no aligned sub-group of cp " << cp;
+  return g;
+}
+
+ShardGroup PlacedSequence::Group(int cp) const {
+  if (!distributed()) return ShardGroup{cp_rank, 1};
+  if (group_size == 0) return ShardGroup{0, cp};
+  return ShardGroup{group_first, group_size};
+}
+
+int PlacedSequence::Code(int cp) const {
+  if (!distributed()) return cp_rank;
+  if (!on_sub_group(cp)) return kDistributed;
+  return SubGroupCode(group_first, group_size);
+}
+
+PlacedSequence PlacedSequence::FromCode(int64_t id, int64_t length, int code, int cp) {
+  PlacedSequence s{id, length, code >= 0 ? code : kDistributed};
+  if (code < kDistributed) {
+    const ShardGroup g = GroupOfCode(code, cp);
+    if (g.size != cp) {
+      s.group_first = g.first;
+      s.group_size = g.size;
+    }
+  }
+  return s;
+}
 
 void FillDerived(MicroBatch& mb, int cp, const CostModel& cost) {
   mb.cp_rank_tokens.assign(static_cast<size_t>(cp), 0);
   mb.cp_rank_flops.assign(static_cast<size_t>(cp), 0.0);
   for (const PlacedSequence& s : mb.sequences) {
-    if (s.distributed()) {
-      const int64_t shard = ShardTokens(s.length, cp);
-      const double flops = cost.FlopsSharded(s.length, cp);
-      for (int r = 0; r < cp; ++r) {
-        mb.cp_rank_tokens[r] += shard;
-        mb.cp_rank_flops[r] += flops;
-      }
-    } else {
-      SKRULL_CHECK(s.cp_rank >= 0 && s.cp_rank < cp) << "cp_rank " << s.cp_rank << " cp " << cp;
-      mb.cp_rank_tokens[s.cp_rank] += s.length;
-      mb.cp_rank_flops[s.cp_rank] += cost.FlopsPerSequence(s.length);
+    const ShardGroup g = s.Group(cp);
+    SKRULL_CHECK(g.first >= 0 && g.first + g.size <= cp)
+        << "sequence " << s.id << " on ranks [" << g.first << ", " << g.first + g.size << ") cp "
+        << cp;
+    const int64_t tokens = ShardTokens(s.length, g.size);
+    const double flops =
+        g.size == 1 ? cost.FlopsPerSequence(s.length) : cost.FlopsSharded(s.length, g.size);
+    for (int r = g.first; r < g.first + g.size; ++r) {
+      mb.cp_rank_tokens[r] += tokens;
+      mb.cp_rank_flops[r] += flops;
     }
   }
 }
@@ -72,7 +126,10 @@ std::string Plan::DebugString() const {
       }
       os << "    distributed:";
       for (const PlacedSequence& s : mb.sequences) {
-        if (s.distributed()) os << " " << s.id << "(" << s.length << ")";
+        if (!s.distributed()) continue;
+        os << " " << s.id << "(" << s.length << ")";
+        const ShardGroup g = s.Group(topology.cp);
+        if (g.size != topology.cp) os << "@cp" << g.first << ".." << g.first + g.size - 1;
       }
       os << "\n";
     }
@@ -126,11 +183,25 @@ Status VerifyPlan(const Plan& plan, const std::vector<Sequence>& batch) {
                                std::to_string(s.cp_rank) + " outside [-1, " + std::to_string(cp) +
                                ")");
         }
-        if (s.distributed()) {
-          for (auto& t : tokens) t += ShardTokens(s.length, cp);
-        } else {
-          tokens[s.cp_rank] += s.length;
+        if (!s.distributed() && (s.group_size != 0 || s.group_first != 0)) {
+          return InternalError(Where(mb) + ": sequence id " + std::to_string(s.id) +
+                               " is local on CP rank " + std::to_string(s.cp_rank) +
+                               " but names a sub-group (group_size " +
+                               std::to_string(s.group_size) + ")");
         }
+        if (s.on_sub_group(cp) && !IsAlignedSubGroup(s.group_first, s.group_size, cp)) {
+          return InternalError(
+              Where(mb) + ": sequence id " + std::to_string(s.id) + " sub-group [" +
+              std::to_string(s.group_first) + ", +" + std::to_string(s.group_size) +
+              ") is not an aligned power-of-two sub-group of CP " + std::to_string(cp));
+        }
+        if (s.distributed() && s.group_size == cp && s.group_first != 0) {
+          return InternalError(Where(mb) + ": sequence id " + std::to_string(s.id) +
+                               " spans all CP ranks but group_first is " +
+                               std::to_string(s.group_first));
+        }
+        const ShardGroup g = s.Group(cp);
+        for (int r = g.first; r < g.first + g.size; ++r) tokens[r] += ShardTokens(s.length, g.size);
       }
       if (mb.cp_rank_tokens != tokens) {
         return InternalError(Where(mb) + ": cp_rank_tokens do not match its sequences");

@@ -34,11 +34,46 @@ struct Topology {
 
 inline constexpr int kDistributed = -1;
 
+// The CP ranks [first, first + size) a sequence runs on. size 1: local on
+// rank `first`; size == cp: sharded over the whole CP group; otherwise an
+// aligned sub-group (size a power of two in [2, cp), first % size == 0).
+struct ShardGroup {
+  int first = 0;
+  int size = 1;
+  bool Contains(int cp_rank) const { return cp_rank >= first && cp_rank < first + size; }
+  bool operator==(const ShardGroup& o) const { return first == o.first && size == o.size; }
+};
+
+// True when [first, first + size) is an aligned sub-group of a CP group of
+// `cp` ranks: size a power of two with 2 <= size < cp, first % size == 0,
+// first + size <= cp.
+bool IsAlignedSubGroup(int first, int size, int cp);
+
+// Placement codes, the scheduler's compact form of a sequence's ShardGroup
+// (DACP results, GDS candidates, MicroBatchPricer): >= 0 local on that CP
+// rank; kDistributed sharded over all CP ranks; <= -2 an aligned sub-group
+// (SubGroupCode). REQUIRES for SubGroupCode: IsAlignedSubGroup(first, size, cp)
+// for the cp at hand, or size == cp and first == 0 (returns kDistributed).
+int SubGroupCode(int first, int size);
+ShardGroup GroupOfCode(int code, int cp);
+
 struct PlacedSequence {
   int64_t id = 0;
   int64_t length = 0;
   int cp_rank = kDistributed;  // kDistributed, or the CP rank holding it whole
+  // Distributed only: 0 = sharded over all CP ranks, else the size of the
+  // aligned sub-group [group_first, group_first + group_size).
+  int group_size = 0;
+  int group_first = 0;
   bool distributed() const { return cp_rank == kDistributed; }
+  // True when distributed over fewer than all `cp` ranks.
+  bool on_sub_group(int cp) const { return distributed() && group_size != 0 && group_size != cp; }
+  // The ranks it runs on in a CP group of `cp` ranks.
+  ShardGroup Group(int cp) const;
+  // Its placement code (see SubGroupCode).
+  int Code(int cp) const;
+  // The sequence placed by `code`.
+  static PlacedSequence FromCode(int64_t id, int64_t length, int code, int cp);
 };
 
 struct MicroBatch {
@@ -77,12 +112,14 @@ struct Plan {
 
 // Checks a plan against its inputs: every sequence placed exactly once, no CP
 // rank above bucket_size_tokens, equal micro-batch counts, cp_rank in range,
+// sub-groups aligned (IsAlignedSubGroup) and only on distributed sequences,
 // derived token counts consistent. Returns the first violation.
 Status VerifyPlan(const Plan& plan, const std::vector<Sequence>& batch);
 
 // Fills mb.cp_rank_tokens / mb.cp_rank_flops (size cp) from mb.sequences:
 // a local sequence costs its length and FlopsPerSequence on its rank, a
-// distributed one ShardTokens(length, cp) and FlopsSharded on every rank.
+// distributed one ShardTokens(length, g) and FlopsSharded(length, g) on each
+// of the g ranks of its ShardGroup.
 void FillDerived(MicroBatch& mb, int cp, const CostModel& cost);
 // FillDerived on every micro-batch of the plan.
 void FillDerived(Plan& plan, const CostModel& cost);

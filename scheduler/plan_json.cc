@@ -7,6 +7,32 @@
 
 namespace skrull::scheduler {
 using nlohmann::json;
+namespace {
+
+// The optional "group_size" / "group_first" of a distributed sequence.
+Status ReadSubGroup(const JsonFields& sf, const json& s, int cp, PlacedSequence* ps) {
+  SKRULL_ASSIGN_OR_RETURN(const int64_t size, sf.OptionalInt("group_size", 0, 0, cp));
+  SKRULL_ASSIGN_OR_RETURN(const int64_t first, sf.OptionalInt("group_first", 0, 0, cp - 1));
+  if (size == 0 && first == 0) return OkStatus();
+  if (!ps->distributed()) {
+    return sf.Error("group_size", "only a distributed sequence (cp_rank -1) has a sub-group",
+                    s.contains("group_size") ? &s.at("group_size") : nullptr);
+  }
+  if (size == cp && first == 0) return OkStatus();  // all ranks
+  if (!IsAlignedSubGroup(static_cast<int>(first), static_cast<int>(size), cp)) {
+    return sf.Error("group_size",
+                    "group_first " + std::to_string(first) + " / group_size " +
+                        std::to_string(size) +
+                        " must name an aligned sub-group: a power of two in [2, " +
+                        std::to_string(cp) + ") with group_first a multiple of it",
+                    s.contains("group_size") ? &s.at("group_size") : nullptr);
+  }
+  ps->group_size = static_cast<int>(size);
+  ps->group_first = static_cast<int>(first);
+  return OkStatus();
+}
+
+}  // namespace
 
 std::string PlanToJson(const Plan& plan) {
   json micro_batches = json::array();
@@ -14,7 +40,12 @@ std::string PlanToJson(const Plan& plan) {
     for (const MicroBatch& mb : rank.micro_batches) {
       json sequences = json::array();
       for (const PlacedSequence& s : mb.sequences) {
-        sequences.push_back({{"id", s.id}, {"length", s.length}, {"cp_rank", s.cp_rank}});
+        json seq = {{"id", s.id}, {"length", s.length}, {"cp_rank", s.cp_rank}};
+        if (s.on_sub_group(plan.topology.cp)) {
+          seq["group_first"] = s.group_first;
+          seq["group_size"] = s.group_size;
+        }
+        sequences.push_back(std::move(seq));
       }
       micro_batches.push_back(
           {{"dp_rank", mb.dp_rank}, {"index", mb.index}, {"sequences", std::move(sequences)}});
@@ -80,6 +111,7 @@ StatusOr<Plan> PlanFromJson(const std::string& text, const CostModel& cost) {
                         &s.at("cp_rank"));
       }
       ps.cp_rank = static_cast<int>(cp_rank);
+      SKRULL_RETURN_IF_ERROR(ReadSubGroup(sf, s, static_cast<int>(cp), &ps));
       mb.sequences.push_back(ps);
     }
     FillDerived(mb, plan.topology.cp, cost);

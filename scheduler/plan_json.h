@@ -2,9 +2,13 @@
 //   {"policy": "skrull", "dp": 2, "cp": 4, "bucket_size": 26000,
 //    "micro_batches": [{"dp_rank": 0, "index": 0,
 //                       "sequences": [{"id": 3, "length": 900, "cp_rank": 1},
-//                                     {"id": 7, "length": 40000, "cp_rank": -1}]}],
+//                                     {"id": 7, "length": 40000, "cp_rank": -1},
+//                                     {"id": 9, "length": 9000, "cp_rank": -1,
+//                                      "group_first": 2, "group_size": 2}]}],
 //    "rollbacks": {"dacp": 1, "gds": 0}, "schedule_seconds": 0.0004}
-// cp_rank -1 means distributed. Derived fields (per-CP-rank tokens and FLOPs)
+// cp_rank -1 means distributed: over all CP ranks, or, with group_first and
+// group_size (written only then), over the aligned sub-group [group_first,
+// group_first + group_size) (scheduler/plan.h). Derived fields (per-CP-rank tokens and FLOPs)
 // are not stored; PlanFromJson recomputes them with the given CostModel.
 #ifndef SKRULL_SCHEDULER_PLAN_JSON_H_
 #define SKRULL_SCHEDULER_PLAN_JSON_H_

@@ -186,6 +186,7 @@ StatusOr<Plan> Schedule(Policy policy, const std::vector<Sequence>& global_batch
       gds.bucket_size_tokens = options.bucket_size_tokens;
       gds.rule = policy == Policy::kRoundRobin ? DacpRule::kRoundRobin : DacpRule::kComputeBalanced;
       gds.cost_aware = policy == Policy::kSkrull;
+      gds.sub_groups = gds.cost_aware && options.sub_groups;
       gds.hardware = options.hardware ? options.hardware : &kDefaultHardware;
       gds.threads = options.threads;
       GdsResult result = RunGds(global_batch, gds, cost);

@@ -63,6 +63,10 @@ struct ScheduleOptions {
   // train_micro_batch_size_per_gpu; spec.scheduler.microBatchSize). Must be
   // >= 1 for deepspeed (InvalidArgument otherwise); other policies ignore it.
   int micro_batch_size = 1;
+  // `skrull` only: also consider sharding sequences over aligned CP
+  // sub-groups of 2, 4, ... ranks (GdsOptions::sub_groups). false gives
+  // skrull's plans with every distributed sequence over all CP ranks.
+  bool sub_groups = true;
 };
 
 // What is wrong with a layout against the limits above ("topology: dp x cp =

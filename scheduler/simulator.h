@@ -56,7 +56,7 @@ namespace skrull::scheduler {
 struct MicroBatchTime {
   double seconds = 0;                   // slowest CP rank
   std::vector<double> cp_rank_seconds;  // Time_j per CP rank
-  double comm_seconds = 0;              // CP K/V collectives (same on every rank)
+  double comm_seconds = 0;              // CP K/V collectives of the slowest rank
   double compute_seconds = 0;           // compute on the slowest rank
 };
 
@@ -65,12 +65,21 @@ MicroBatchTime SimulateMicroBatch(const MicroBatch& mb, int cp, const CostModel&
                                   const HardwareProfile& hw);
 // Prices placements of one fixed set of sequences, caching the per-sequence
 // terms (the cost-aware scheduler prices many placements of one micro-batch).
+// A sequence on a ShardGroup of g ranks (placement codes, plan.h) costs each
+// of those ranks its shard (ceil(S / g) tokens, attention FLOPs / g at that
+// query length); each group with distributed sequences runs its own K/V
+// all-gather and dK/dV reduce-scatter over its g ranks, per layer, on the
+// T tokens of its sequences. On CP rank j:
+//   comm_j = sum over the groups holding j (at most one per size) of
+//            layers x (gathers x AllGather(kv x T, g) + ReduceScatter(kv x T, g))
+//   Time_j = max(comm_j, local_j) + dist_j
 // Thread-compatible: Price() reuses scratch buffers.
 class MicroBatchPricer {
  public:
   MicroBatchPricer(std::vector<int64_t> lengths, int cp, const CostModel& cost,
                    const HardwareProfile& hw);
-  // placement[k]: kDistributed or the CP rank of lengths[k].
+  // placement[k]: the placement code of lengths[k] (plan.h: a CP rank,
+  // kDistributed, or SubGroupCode).
   MicroBatchTime Price(const std::vector<int>& placement) const;
   // Price(placement).seconds without the per-rank breakdown.
   double Seconds(const std::vector<int>& placement) const;
@@ -78,19 +87,32 @@ class MicroBatchPricer {
  private:
   // Fills `out`; fills out->cp_rank_seconds only when it is sized cp.
   void Evaluate(const std::vector<int>& placement, MicroBatchTime* out) const;
+  // Shard attention seconds of sequence k on a group of size_levels_[level].
+  double ShardAttentionSeconds(size_t k, size_t level) const;
+  // Index into size_levels_ of a group of `size` ranks.
+  size_t Level(int size) const;
+  // Per layer, one group of `size` ranks exchanging `tokens` tokens' K/V.
+  double GroupCommSeconds(int64_t tokens, int size) const;
 
   std::vector<int64_t> lengths_;
   int cp_;
   const HardwareProfile& hw_;
   double layers_ = 0, kv_bytes_per_token_ = 0, gathers_ = 0;
   double linear_flops_per_token_ = 0, launch_seconds_ = 0;
-  std::vector<double> local_attention_seconds_, shard_attention_seconds_;
-  mutable std::vector<int64_t> local_tokens_;
-  mutable std::vector<double> local_attention_;
+  std::vector<double> local_attention_seconds_, attention_flops_;
+  std::vector<double> all_shard_attention_seconds_;  // sharded over all cp ranks
+  // Group sizes: 2, 4, ... below cp, then cp. Group slot of (first, size):
+  // slot_offset_[level] + first / size.
+  std::vector<int> size_levels_;
+  std::vector<size_t> slot_offset_;
+  mutable std::vector<double> shard_attention_seconds_;  // [k * levels + level]; < 0: unset
+  mutable std::vector<int64_t> local_tokens_, shard_tokens_, group_tokens_;
+  mutable std::vector<double> slot_seconds_;  // per group slot: its exchange's seconds
+  mutable std::vector<double> local_attention_, shard_attention_;
 };
 
-// The same model on raw inputs: placement[k] is kDistributed or the CP rank
-// of the sequence of lengths[k]. REQUIRES: equal sizes, ranks in [0, cp).
+// The same model on raw inputs: placement[k] is the placement code (plan.h)
+// of the sequence of lengths[k]. REQUIRES: equal sizes, codes valid for cp.
 MicroBatchTime SimulatePlacement(const std::vector<int64_t>& lengths,
                                  const std::vector<int>& placement, int cp, const CostModel& cost,
                                  const HardwareProfile& hw);

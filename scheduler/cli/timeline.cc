@@ -62,11 +62,13 @@ Timeline BuildTimeline(const Plan& plan, const CostModel& cost, const HardwarePr
         double local_sum = 0, dist_sum = 0;
         for (const PlacedSequence& s : mb.sequences) {
           if (s.distributed()) {
-            const int64_t shard = ShardTokens(s.length, cp);
+            const ShardGroup g = s.Group(cp);  // all CP ranks or a sub-group
+            if (!g.Contains(j)) continue;
+            const int64_t shard = ShardTokens(s.length, g.size);
             double sec =
                 hardware.ComputeSeconds(linear_per_token * shard,
                                         std::max<int64_t>(1, rank_tokens)) +
-                hardware.AttentionSeconds(cost.AttentionFlops(s.length) * factor / cp, shard);
+                hardware.AttentionSeconds(cost.AttentionFlops(s.length) * factor / g.size, shard);
             dist.push_back({&s, sec});
             dist_sum += sec;
           } else if (s.cp_rank == j) {
@@ -106,9 +108,9 @@ Timeline BuildTimeline(const Plan& plan, const CostModel& cost, const HardwarePr
                              "#" + std::to_string(b.seq->id),
                              "seq " + std::to_string(b.seq->id) + ": " + WithCommas(b.seq->length) +
                                  " tokens, distributed (shard " +
-                                 WithCommas(ShardTokens(b.seq->length, cp)) + " tokens), " +
-                                 Ms(end - x) + " on this rank (mb " + std::to_string(mb.index) +
-                                 ")"});
+                                 WithCommas(ShardTokens(b.seq->length, b.seq->Group(cp).size)) +
+                                 " tokens), " + Ms(end - x) + " on this rank (mb " +
+                                 std::to_string(mb.index) + ")"});
           x = end;
         }
       }

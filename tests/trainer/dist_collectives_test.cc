@@ -61,6 +61,31 @@ TEST(ProcessGroups, Dp2Cp2GroupsHoldTheRightRanks) {
   EXPECT_TRUE(st.ok()) << st;
 }
 
+TEST(ProcessGroups, Cp8BuildsTheAlignedSubGroupsHoldingEachRank) {
+  Status st = testing::RunForkedRanks(8, [](int rank, int port) {
+    at::set_num_threads(1);
+    auto g = Connect(rank, 1, 8, port);
+    if (!g) return 1;
+    // Sizes 2 and 4, the group starting at the rank rounded down to the size.
+    auto& subs = g->cp_sub_groups();
+    EXPECT_EQ(subs.size(), 2u);
+    if (subs.size() != 2) return 1;
+    for (size_t i = 0; i < subs.size(); ++i) {
+      const int size = 2 << i, first = rank / size * size;
+      EXPECT_EQ(subs[i].size, size);
+      EXPECT_EQ(subs[i].rank, rank - first);
+      EXPECT_EQ(subs[i].name,
+                "cp[dp=0," + std::to_string(first) + ".." + std::to_string(first + size - 1) + "]");
+      // The sum of global ranks identifies the members.
+      at::Tensor t = at::full({1}, static_cast<double>(rank), at::kDouble);
+      StartAllReduceSum(subs[i], t).Wait();
+      EXPECT_EQ(t.item<double>(), size * first + size * (size - 1) / 2);
+    }
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
 TEST(ProcessGroups, AllGatherAndReduceScatterMoveRowsByGroupRank) {
   Status st = testing::RunForkedRanks(3, [](int rank, int port) {
     auto g = Connect(rank, 1, 3, port);

@@ -26,7 +26,7 @@ constexpr int kD = 8;
 
 struct SeqSpec {
   int64_t length;
-  int cp_rank;  // scheduler::kDistributed for a distributed sequence
+  int cp_rank;  // placement code: a CP rank, kDistributed or scheduler::SubGroupCode
 };
 
 scheduler::Plan OneMicroBatchPlan(int cp, const std::vector<SeqSpec>& seqs) {
@@ -36,8 +36,8 @@ scheduler::Plan OneMicroBatchPlan(int cp, const std::vector<SeqSpec>& seqs) {
   plan.ranks.resize(1);
   scheduler::MicroBatch mb;
   for (size_t i = 0; i < seqs.size(); ++i) {
-    mb.sequences.push_back(
-        scheduler::PlacedSequence{static_cast<int64_t>(i), seqs[i].length, seqs[i].cp_rank});
+    mb.sequences.push_back(scheduler::PlacedSequence::FromCode(
+        static_cast<int64_t>(i), seqs[i].length, seqs[i].cp_rank, cp));
   }
   plan.ranks[0].micro_batches.push_back(mb);
   return plan;
@@ -89,7 +89,7 @@ std::vector<std::pair<int64_t, int64_t>> StreamRows(const train::RankStream& s) 
     }
   }
   for (const train::DistributedSegment& seg : s.distributed) {
-    for (const train::ShardChunk& c : seg.rank_chunks[s.cp_rank]) {
+    for (const train::ShardChunk& c : seg.Chunks(s.cp_rank)) {
       for (int64_t p = c.positions.begin; p < c.positions.end; ++p)
         rows.emplace_back(seg.seq_id, p);
     }
@@ -120,8 +120,10 @@ struct Case {
   bool expect_exchange = true;
 };
 
-// Runs `c` on forked CP ranks; each rank checks its rows against the reference.
-void RunCase(const Case& c) {
+// Runs `c` on forked CP ranks; each rank checks its rows against the
+// reference. `groups_of_rank[r]`: the groups CP rank r exchanges on (empty:
+// one each when c.expect_exchange).
+void RunCase(const Case& c, const std::vector<int>& groups_of_rank = {}) {
   const scheduler::Plan plan = OneMicroBatchPlan(c.cp, c.seqs);
   std::vector<std::vector<int32_t>> tokens;
   std::vector<train::SequenceTokens> batch;
@@ -150,17 +152,22 @@ void RunCase(const Case& c) {
     at::Tensor w = Rows(ref.w, rows, ref.w[0]);
     auto stats = std::make_shared<CpAttentionStats>();
     const CpExchangePlan xp = MakeCpExchangePlan(s, c.cp);
-    at::Tensor out = CpAttention(q, k, v, xp, (*groups)->cp(), c.options, stats);
+    CpGroupSet set{&(*groups)->cp(), {}};
+    for (Group& g : (*groups)->cp_sub_groups()) set.sub_groups.push_back(&g);
+    at::Tensor out = CpAttention(q, k, v, xp, set, c.options, stats);
     torch::autograd::backward({(out * w).sum()});
     ExpectClose(out, Rows(ref.out, rows, ref.out[0]), "rank " + std::to_string(rank) + " output");
     ExpectClose(q.grad(), Rows(ref.dq, rows, ref.dq[0]), "rank " + std::to_string(rank) + " dq");
     ExpectClose(k.grad(), Rows(ref.dk, rows, ref.dk[0]), "rank " + std::to_string(rank) + " dk");
     ExpectClose(v.grad(), Rows(ref.dv, rows, ref.dv[0]), "rank " + std::to_string(rank) + " dv");
-    EXPECT_EQ(stats->distributed_calls, c.expect_exchange ? 1 : 0);
-    EXPECT_EQ(stats->allgathers, c.expect_exchange ? (c.options.save_gathered_kv ? 1 : 2) : 0);
-    EXPECT_EQ(stats->reduce_scatters, c.expect_exchange ? 1 : 0);
-    EXPECT_EQ(stats->padding_tokens,
-              c.expect_exchange ? stats->allgathers * (xp.max_shard_tokens - xp.shard_tokens) : 0);
+    const int64_t exchanges = static_cast<int64_t>(xp.groups.size());
+    EXPECT_EQ(exchanges,
+              groups_of_rank.empty() ? (c.expect_exchange ? 1 : 0) : groups_of_rank[rank])
+        << "rank " << rank;
+    EXPECT_EQ(stats->distributed_calls, exchanges > 0 ? 1 : 0);
+    EXPECT_EQ(stats->allgathers, exchanges * (c.options.save_gathered_kv ? 1 : 2));
+    EXPECT_EQ(stats->reduce_scatters, exchanges);
+    EXPECT_EQ(stats->padding_tokens, (c.options.save_gathered_kv ? 1 : 2) * xp.PaddingTokens());
     return ::testing::Test::HasFailure() ? 1 : 0;
   });
   EXPECT_TRUE(st.ok()) << st;
@@ -200,6 +207,24 @@ TEST(CpAttention, LocalOnlyMicroBatchExchangesNothing) {
   Case c{2, {{5, 0}, {7, 1}, {2, 1}}, {}};
   c.expect_exchange = false;
   RunCase(c);
+}
+
+TEST(CpAttention, MatchesDenseAttentionCp4WithSequencesOnGroupsOf1And2And4) {
+  // One micro-batch on CP=4: local sequences (groups of 1), sequences on the
+  // 2-groups {0,1} and {2,3}, and on all 4 ranks. Ranks 0..1 exchange on
+  // their 2-group and the whole group, ranks 2..3 too.
+  const int g01 = scheduler::SubGroupCode(0, 2), g23 = scheduler::SubGroupCode(2, 2);
+  RunCase({4, {{13, g01}, {5, 0}, {21, kDist}, {9, g23}, {3, 3}, {4, g01}, {1, g23}, {6, 2}}, {}},
+          {2, 2, 2, 2});
+}
+
+TEST(CpAttention, SubGroupOnlyMicroBatchLeavesOtherRanksOutOfTheExchange) {
+  // Only ranks 2..3 share a sequence; ranks 0 and 1 attend locally and
+  // communicate nothing. Regathering in backward exercises that path too.
+  CpAttentionOptions o;
+  o.save_gathered_kv = false;
+  o.block_rows = 3;
+  RunCase({4, {{11, scheduler::SubGroupCode(2, 2)}, {4, 0}, {7, 1}}, o}, {0, 0, 1, 1});
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -25,6 +26,7 @@
 
 #include "api/job_spec.h"
 #include "common/file_util.h"
+#include "scheduler/plan.h"
 #include "tests/trainer/checkpoint_test_util.h"
 #include "tests/trainer/train_test_util.h"
 #include "trainer/dist/distributed_trainer.h"
@@ -97,8 +99,11 @@ struct RunResult {
   nlohmann::json comm;  // rank 0's comm.json (multi-process runs)
 };
 
-// Trains `r` in forked processes; returns rank 0's losses and the final weights.
-inline RunResult Train(const fs::path& root, const RunSpec& r) {
+using PlanGuard = std::function<StatusOr<int64_t>(scheduler::Plan*)>;
+
+// Trains `r` in forked processes; returns rank 0's losses and the final
+// weights. `guard`, when set, replaces the runtime guard (plan rewrites).
+inline RunResult Train(const fs::path& root, const RunSpec& r, PlanGuard guard = nullptr) {
   const std::string job_file = WriteJob(root, r);
   const int world = r.dp * r.cp;
   Status st = testing::RunForkedJobRanks(
@@ -116,6 +121,7 @@ inline RunResult Train(const fs::path& root, const RunSpec& r) {
         }
         DistributedRunOptions dopts;
         dopts.trainer = options;
+        dopts.trainer.plan_guard = guard;
         return RunDistributedTrainer(job, env, dopts).status();
       },
       std::chrono::seconds(120));

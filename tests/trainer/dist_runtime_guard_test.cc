@@ -71,5 +71,23 @@ TEST(RuntimeGuard, MemoryLimitTokens) {
   EXPECT_EQ(MemoryLimitTokens(100, 300, 0, 5, 0.1), 0);
 }
 
+TEST(RuntimeGuard, WidensASubGroupSequenceWhenTheRankHoldsNoLocalOne) {
+  // cp 4, limit 10: 20 on ranks 0..1 (10 each) and 4 over all (1 each):
+  // rank 0 holds 11. No local sequence there: 20 is widened to all 4
+  // ranks (5 each), giving 6 on every rank.
+  scheduler::PlacedSequence on_group{0, 20, kDist};
+  on_group.group_first = 0;
+  on_group.group_size = 2;
+  auto plan = PlanOf(4, {on_group, {1, 4, kDist}});
+  EXPECT_EQ(ExactCpRankTokens(plan.ranks[0].micro_batches[0], 4),
+            (std::vector<int64_t>{11, 11, 1, 1}));
+  auto r = ApplyRuntimeGuard(&plan, 10);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rolled_back_ids, (std::vector<int64_t>{0}));
+  EXPECT_FALSE(plan.ranks[0].micro_batches[0].sequences[0].on_sub_group(4));
+  EXPECT_EQ(ExactCpRankTokens(plan.ranks[0].micro_batches[0], 4),
+            (std::vector<int64_t>{6, 6, 6, 6}));
+}
+
 }  // namespace
 }  // namespace skrull::dist

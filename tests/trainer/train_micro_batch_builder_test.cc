@@ -51,7 +51,8 @@ class TestBatch {
 };
 
 // Plan builder: PlanOf(dp, cp, {{mb0 of dp0, mb1 of dp0}, {mb0 of dp1}}) where a
-// micro-batch is a list of (length, cp_rank or kDistributed); ids are assigned
+// micro-batch is a list of (length, placement code: cp_rank, kDistributed or
+// scheduler::SubGroupCode); ids are assigned
 // in order of appearance.
 using MbSpec = std::vector<std::pair<int64_t, int>>;
 Plan PlanOf(int dp, int cp, const std::vector<std::vector<MbSpec>>& ranks,
@@ -68,7 +69,7 @@ Plan PlanOf(int dp, int cp, const std::vector<std::vector<MbSpec>>& ranks,
       mb.dp_rank = d;
       mb.index = static_cast<int>(i);
       for (auto [len, where] : ranks[d][i]) {
-        mb.sequences.push_back(PlacedSequence{id++, len, where});
+        mb.sequences.push_back(PlacedSequence::FromCode(id++, len, where, cp));
         lengths->push_back(len);
       }
       rp.micro_batches.push_back(mb);
@@ -282,6 +283,61 @@ TEST(MicroBatchBuilder, LengthMismatchIsFailedPreconditionNamingTheSequence) {
   EXPECT_NE(s.status().message().find("sequence 1 has 5 tokens but the plan says 4"),
             std::string::npos)
       << s.status();
+}
+
+TEST(MicroBatchBuilder, EveryTokenOnExactlyOneRankWithSubGroups) {
+  std::vector<int64_t> lengths;
+  const int D = kDistributed;
+  const int g01 = scheduler::SubGroupCode(0, 2), g23 = scheduler::SubGroupCode(2, 2);
+  Plan plan = PlanOf(
+      1, 4, {{{{100, g01}, {50, g23}, {33, D}, {5, 1}, {7, g23}, {3, g01}, {1, g23}}}}, &lengths);
+  TestBatch batch(lengths);
+  ExpectEveryTokenExactlyOnce(plan, lengths, batch);
+}
+
+TEST(MicroBatchBuilder, SubGroupShardsFormOneRegionPerGroupSmallestGroupFirst) {
+  std::vector<int64_t> lengths;
+  const int D = kDistributed;
+  const int cp = 8;
+  const int g45 = scheduler::SubGroupCode(4, 2), g47 = scheduler::SubGroupCode(4, 4);
+  // ids: 0 all ranks, 1 on 4..7, 2 on 4..5, 3 local on 5, 4 on 4..5, 5 on 0..3.
+  Plan plan = PlanOf(
+      1, cp,
+      {{{{16, D}, {40, g47}, {12, g45}, {3, 5}, {9, g45}, {8, scheduler::SubGroupCode(0, 4)}}}},
+      &lengths);
+  TestBatch batch(lengths);
+  EXPECT_EQ(NeededSequenceIds(plan, 0, 5), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(NeededSequenceIds(plan, 0, 0), (std::vector<int64_t>{0, 5}));
+  std::vector<std::vector<RankStream>> by_rank;
+  for (int c = 0; c < cp; ++c) by_rank.push_back(Build(plan, batch, 0, c));
+  const RankStream& s = by_rank[5][0];
+  // Rank 5: local 3, then the 2-group's 12 and 9, the 4-group's 40, then 16.
+  std::vector<int64_t> ids, sizes;
+  for (const DistributedSegment& seg : s.distributed) {
+    ids.push_back(seg.seq_id);
+    sizes.push_back(seg.group_size);
+  }
+  EXPECT_EQ(ids, (std::vector<int64_t>{2, 4, 1, 0}));
+  EXPECT_EQ(sizes, (std::vector<int64_t>{2, 2, 4, 8}));
+  EXPECT_EQ(s.local_tokens, 3);
+  EXPECT_EQ(s.tokens, 3 + 6 + 4 + 10 + 2);
+  // Every member's descriptors locate the shards in that member's stream.
+  for (const DistributedSegment& seg : s.distributed) {
+    std::vector<int64_t> rebuilt(seg.length, -1);
+    for (int r = seg.group_first; r < seg.group_first + seg.group_size; ++r) {
+      for (const ShardChunk& ch : seg.Chunks(r)) {
+        for (int64_t k = 0; k < ch.positions.size(); ++k) {
+          rebuilt[ch.positions.begin + k] = by_rank[r][0].input_ids[ch.stream_offset + k];
+        }
+      }
+    }
+    for (int64_t p = 0; p < seg.length; ++p) EXPECT_EQ(rebuilt[p], seg.seq_id * 10000 + p);
+  }
+  // Rank 0 holds nothing of the groups on ranks 4..7.
+  for (const DistributedSegment& seg : by_rank[0][0].distributed) {
+    EXPECT_TRUE(seg.seq_id == 5 || seg.seq_id == 0) << seg.seq_id;
+  }
+  ExpectEveryTokenExactlyOnce(plan, lengths, batch);
 }
 
 }  // namespace

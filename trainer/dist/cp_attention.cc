@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <type_traits>
@@ -37,10 +38,10 @@ double Since(Clock::time_point t) {
 // State shared by the forward pass and the backward node of one call.
 struct Exchange {
   CpExchangePlan plan_copy;
-  Group* group = nullptr;
+  std::vector<Group*> groups;  // per plan_copy.groups entry
   CpAttentionOptions options;
   std::shared_ptr<CpAttentionStats> stats;
-  at::Tensor gather_index;  // plan.gather_rows on the tensors' device
+  std::vector<at::Tensor> gather_index;  // per group: its gather_rows on the tensors' device
   double scale = 1.0;
   int64_t hkv = 0;
   int64_t head_dim = 0;
@@ -48,40 +49,46 @@ struct Exchange {
   const CpExchangePlan& p() const { return plan_copy; }
 };
 
-// An all-gather of this rank's shard K/V in flight.
+// An all-gather of this rank's region K/V of one group in flight.
 struct KvGather {
   at::Tensor send;  // [max, 2, Hkv, D]
-  at::Tensor recv;  // [cp * max, 2, Hkv, D]
+  at::Tensor recv;  // [group_size * max, 2, Hkv, D]
   PendingCollective pending;
 };
 
-KvGather StartKvGather(const at::Tensor& k, const at::Tensor& v, Exchange& ex) {
-  const CpExchangePlan& p = ex.p();
+KvGather StartKvGather(const at::Tensor& k, const at::Tensor& v, Exchange& ex, size_t group) {
+  const CpGroupExchange& p = ex.p().groups[group];
   KvGather g;
   g.send = at::zeros({p.max_shard_tokens, 2, ex.hkv, ex.head_dim}, k.options());
   if (p.shard_tokens > 0) {
     g.send.narrow(0, 0, p.shard_tokens)
         .select(1, 0)
-        .copy_(k.narrow(0, p.local_tokens, p.shard_tokens));
+        .copy_(k.narrow(0, p.shard_begin, p.shard_tokens));
     g.send.narrow(0, 0, p.shard_tokens)
         .select(1, 1)
-        .copy_(v.narrow(0, p.local_tokens, p.shard_tokens));
+        .copy_(v.narrow(0, p.shard_begin, p.shard_tokens));
   }
-  g.recv = at::empty({p.cp * p.max_shard_tokens, 2, ex.hkv, ex.head_dim}, k.options());
-  g.pending = StartAllGather(*ex.group, g.send, g.recv);
+  g.recv = at::empty({p.group_size * p.max_shard_tokens, 2, ex.hkv, ex.head_dim}, k.options());
+  g.pending = StartAllGather(*ex.groups[group], g.send, g.recv);
   ex.stats->allgathers += 1;
   ex.stats->bytes_allgathered += TensorBytes(g.recv);
   ex.stats->padding_tokens += p.max_shard_tokens - p.shard_tokens;
   return g;
 }
 
-// Gathered rows -> the distributed sequences' K and V in position order,
+std::vector<KvGather> StartKvGathers(const at::Tensor& k, const at::Tensor& v, Exchange& ex) {
+  std::vector<KvGather> gathers;
+  for (size_t i = 0; i < ex.p().groups.size(); ++i) gathers.push_back(StartKvGather(k, v, ex, i));
+  return gathers;
+}
+
+// Gathered rows of one group -> its sequences' K and V in position order,
 // [gathered_tokens, Hkv, D] each (views of one buffer).
-std::pair<at::Tensor, at::Tensor> AssembleKv(const KvGather& g, const Exchange& ex) {
-  const CpExchangePlan& p = ex.p();
-  at::Tensor flat = g.recv.view({p.cp * p.max_shard_tokens, 2 * ex.hkv * ex.head_dim});
-  at::Tensor kv =
-      flat.index_select(0, ex.gather_index).view({p.gathered_tokens, 2, ex.hkv, ex.head_dim});
+std::pair<at::Tensor, at::Tensor> AssembleKv(const KvGather& g, const Exchange& ex, size_t group) {
+  const CpGroupExchange& p = ex.p().groups[group];
+  at::Tensor flat = g.recv.view({p.group_size * p.max_shard_tokens, 2 * ex.hkv * ex.head_dim});
+  at::Tensor kv = flat.index_select(0, ex.gather_index[group])
+                      .view({p.gathered_tokens, 2, ex.hkv, ex.head_dim});
   return {kv.select(1, 0), kv.select(1, 1)};
 }
 
@@ -95,8 +102,8 @@ class CpAttentionBackward : public torch::autograd::Node {
     v_.reset();
     out_.reset();
     lse_.reset();
-    k_all_.reset();
-    v_all_.reset();
+    k_all_.clear();
+    v_all_.clear();
   }
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
@@ -119,36 +126,34 @@ class CpAttentionBackward : public torch::autograd::Node {
       ex.stats->local_attention_seconds += Since(t);
     };
 
-    at::Tensor k_all = k_all_, v_all = v_all_;
+    std::vector<at::Tensor> k_all = k_all_, v_all = v_all_;
     if (!ex.options.save_gathered_kv) {
-      KvGather g = StartKvGather(k_, v_, ex);
-      local_backward();  // overlaps the re-gather
-      ex.stats->comm_wait_seconds += g.pending.Wait();
-      std::tie(k_all, v_all) = AssembleKv(g, ex);
+      std::vector<KvGather> gathers = StartKvGathers(k_, v_, ex);
+      local_backward();  // overlaps the re-gathers
+      k_all.clear();
+      v_all.clear();
+      for (size_t i = 0; i < gathers.size(); ++i) {
+        ex.stats->comm_wait_seconds += gathers[i].pending.Wait();
+        auto [kg, vg] = AssembleKv(gathers[i], ex, i);
+        k_all.push_back(kg);
+        v_all.push_back(vg);
+      }
     }
-    const auto t = Clock::now();
-    at::Tensor dk_all = at::zeros({p.gathered_tokens, ex.hkv, ex.head_dim}, f32);
-    at::Tensor dv_all = at::zeros({p.gathered_tokens, ex.hkv, ex.head_dim}, f32);
-    SpanAttentionBackward(q_, k_all, v_all, out_, lse_, dout, p.dist_spans, ex.scale,
-                          ex.options.block_rows, dq, dk_all, dv_all);
-    // Scatter the sequences' dK/dV back to the all-gather layout; padding rows stay 0.
-    const int64_t width = 2 * ex.hkv * ex.head_dim;
-    at::Tensor grad_send = at::zeros({p.cp * p.max_shard_tokens, 2, ex.hkv, ex.head_dim}, f32);
-    grad_send.view({p.cp * p.max_shard_tokens, width})
-        .index_copy_(0, ex.gather_index,
-                     at::stack({dk_all, dv_all}, 1).view({p.gathered_tokens, width}));
-    at::Tensor mine = at::empty({p.max_shard_tokens, 2, ex.hkv, ex.head_dim}, f32);
-    ex.stats->distributed_attention_seconds += Since(t);
-    PendingCollective rs = StartReduceScatterSum(*ex.group, grad_send, mine);
-    ex.stats->reduce_scatters += 1;
-    ex.stats->bytes_reduce_scattered += TensorBytes(grad_send);
-    if (ex.options.save_gathered_kv) local_backward();  // overlaps the reduce-scatter
-    ex.stats->comm_wait_seconds += rs.Wait();
-    if (p.shard_tokens > 0) {
-      dk.narrow(0, p.local_tokens, p.shard_tokens)
-          .add_(mine.narrow(0, 0, p.shard_tokens).select(1, 0));
-      dv.narrow(0, p.local_tokens, p.shard_tokens)
-          .add_(mine.narrow(0, 0, p.shard_tokens).select(1, 1));
+    std::vector<PendingCollective> scatters;
+    std::vector<at::Tensor> mine;
+    for (size_t i = 0; i < p.groups.size(); ++i) {
+      scatters.push_back(StartGradScatter(i, k_all[i], v_all[i], dout, dq, &mine));
+    }
+    if (ex.options.save_gathered_kv) local_backward();  // overlaps the reduce-scatters
+    for (size_t i = 0; i < p.groups.size(); ++i) {
+      ex.stats->comm_wait_seconds += scatters[i].Wait();
+      const CpGroupExchange& g = p.groups[i];
+      if (g.shard_tokens > 0) {
+        dk.narrow(0, g.shard_begin, g.shard_tokens)
+            .add_(mine[i].narrow(0, 0, g.shard_tokens).select(1, 0));
+        dv.narrow(0, g.shard_begin, g.shard_tokens)
+            .add_(mine[i].narrow(0, 0, g.shard_tokens).select(1, 1));
+      }
     }
     torch::autograd::variable_list result = {dq.to(q_.scalar_type()), dk.to(k_.scalar_type()),
                                              dv.to(v_.scalar_type())};
@@ -157,9 +162,37 @@ class CpAttentionBackward : public torch::autograd::Node {
   }
 
   std::shared_ptr<Exchange> ex_;
-  at::Tensor q_, k_, v_;      // detached inputs
-  at::Tensor out_, lse_;      // float32
-  at::Tensor k_all_, v_all_;  // gathered K/V when save_gathered_kv
+  at::Tensor q_, k_, v_;                   // detached inputs
+  at::Tensor out_, lse_;                   // float32
+  std::vector<at::Tensor> k_all_, v_all_;  // gathered K/V per group when save_gathered_kv
+
+ private:
+  // Group i's distributed backward: dQ into `dq`, its sequences' dK/dV
+  // scattered back to the all-gather layout (padding rows stay 0) and a
+  // reduce-scatter of them launched; this rank's rows land in mine->back().
+  PendingCollective StartGradScatter(size_t i, const at::Tensor& k_all, const at::Tensor& v_all,
+                                     const at::Tensor& dout, at::Tensor& dq,
+                                     std::vector<at::Tensor>* mine) {
+    Exchange& ex = *ex_;
+    const CpGroupExchange& g = ex.p().groups[i];
+    auto f32 = q_.options().dtype(at::kFloat);
+    const auto t = Clock::now();
+    at::Tensor dk_all = at::zeros({g.gathered_tokens, ex.hkv, ex.head_dim}, f32);
+    at::Tensor dv_all = at::zeros({g.gathered_tokens, ex.hkv, ex.head_dim}, f32);
+    SpanAttentionBackward(q_, k_all, v_all, out_, lse_, dout, g.dist_spans, ex.scale,
+                          ex.options.block_rows, dq, dk_all, dv_all);
+    const int64_t rows = g.group_size * g.max_shard_tokens;
+    const int64_t width = 2 * ex.hkv * ex.head_dim;
+    at::Tensor grad_send = at::zeros({rows, 2, ex.hkv, ex.head_dim}, f32);
+    grad_send.view({rows, width})
+        .index_copy_(0, ex.gather_index[i],
+                     at::stack({dk_all, dv_all}, 1).view({g.gathered_tokens, width}));
+    mine->push_back(at::empty({g.max_shard_tokens, 2, ex.hkv, ex.head_dim}, f32));
+    ex.stats->distributed_attention_seconds += Since(t);
+    ex.stats->reduce_scatters += 1;
+    ex.stats->bytes_reduce_scattered += TensorBytes(grad_send);
+    return StartReduceScatterSum(*ex.groups[i], grad_send, mine->back());
+  }
 };
 
 void CheckInputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -176,6 +209,70 @@ void CheckInputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 
 }  // namespace
 
+int64_t CpExchangePlan::PaddingTokens() const {
+  int64_t padding = 0;
+  for (const CpGroupExchange& g : groups) padding += g.max_shard_tokens - g.shard_tokens;
+  return padding;
+}
+
+Group& CpGroupSet::For(int first, int size) const {
+  SKRULL_CHECK(all != nullptr) << "CpGroupSet without the CP group";
+  if (size == all->size) return *all;
+  for (Group* g : sub_groups) {
+    if (g->size == size && g->rank == all->rank - first) return *g;
+  }
+  SKRULL_CHECK(false) << "no CP sub-group of " << size << " ranks from CP rank " << first << " on "
+                      << all->Describe() << " (" << sub_groups.size() << " sub-groups)";
+  return *all;
+}
+
+namespace {
+
+// The exchange of the segments [begin, end) of `stream`, all on one group.
+CpGroupExchange MakeGroupExchange(const train::RankStream& stream, size_t begin, size_t end) {
+  const train::DistributedSegment& first_seg = stream.distributed[begin];
+  CpGroupExchange x;
+  x.group_first = first_seg.group_first;
+  x.group_size = first_seg.group_size;
+  x.group_rank = stream.cp_rank - x.group_first;
+  const int n = x.group_size;
+  SKRULL_CHECK(x.group_rank >= 0 && x.group_rank < n)
+      << "segment " << first_seg.seq_id << " is not on a group holding cp rank " << stream.cp_rank;
+  // Where each member's region starts in its stream, and how many rows it has.
+  std::vector<int64_t> start(n), rows(n, 0);
+  for (int i = 0; i < n; ++i) start[i] = first_seg.rank_chunks[i][0].stream_offset;
+  for (size_t s = begin; s < end; ++s) {
+    for (int i = 0; i < n; ++i) rows[i] += stream.distributed[s].RankTokens(x.group_first + i);
+  }
+  x.shard_begin = start[x.group_rank];
+  x.shard_tokens = rows[x.group_rank];
+  x.max_shard_tokens = *std::max_element(rows.begin(), rows.end());
+  int64_t base = 0;
+  for (size_t s = begin; s < end; ++s) {
+    const train::DistributedSegment& seg = stream.distributed[s];
+    SKRULL_CHECK(static_cast<int>(seg.rank_chunks.size()) == n) << "segment " << seg.seq_id;
+    for (int c = 0; c < 2 * n; ++c) {
+      const int owner = c < n ? c : 2 * n - 1 - c;
+      const train::ShardChunk& ch = seg.rank_chunks[owner][c < n ? 0 : 1];
+      SKRULL_CHECK(ch.positions == train::ZigZagChunk(seg.length, n, c))
+          << "segment " << seg.seq_id << " chunk " << c << " is not zig-zag";
+      const int64_t row0 = owner * x.max_shard_tokens + (ch.stream_offset - start[owner]);
+      for (int64_t i = 0; i < ch.positions.size(); ++i) x.gather_rows.push_back(row0 + i);
+    }
+    for (const train::ShardChunk& ch : seg.rank_chunks[x.group_rank]) {
+      if (ch.positions.size() == 0) continue;
+      x.dist_spans.push_back(model::AttentionSpan{ch.stream_offset, ch.positions.size(), base,
+                                                  ch.positions.end, ch.positions.begin});
+    }
+    base += seg.length;
+  }
+  x.gathered_tokens = base;
+  SKRULL_CHECK(static_cast<int64_t>(x.gather_rows.size()) == base);
+  return x;
+}
+
+}  // namespace
+
 CpExchangePlan MakeCpExchangePlan(const train::RankStream& stream, int cp) {
   SKRULL_CHECK(cp >= 1 && stream.cp_rank >= 0 && stream.cp_rank < cp)
       << "cp " << cp << " cp_rank " << stream.cp_rank;
@@ -184,7 +281,6 @@ CpExchangePlan MakeCpExchangePlan(const train::RankStream& stream, int cp) {
   p.cp_rank = stream.cp_rank;
   p.tokens = stream.tokens;
   p.local_tokens = stream.local_tokens;
-  p.shard_tokens = stream.tokens - stream.local_tokens;
   for (size_t i = 1; i < stream.local_cu_seqlens.size(); ++i) {
     const int64_t b = stream.local_cu_seqlens[i - 1];
     const int64_t len = stream.local_cu_seqlens[i] - b;
@@ -194,37 +290,36 @@ CpExchangePlan MakeCpExchangePlan(const train::RankStream& stream, int cp) {
   SKRULL_CHECK(static_cast<int>(stream.rank_local_tokens.size()) == cp &&
                static_cast<int>(stream.rank_distributed_tokens.size()) == cp)
       << "stream describes " << stream.rank_local_tokens.size() << " CP ranks, group has " << cp;
-  SKRULL_CHECK(stream.rank_distributed_tokens[p.cp_rank] == p.shard_tokens)
-      << "stream shard tokens " << p.shard_tokens << " vs its own table "
-      << stream.rank_distributed_tokens[p.cp_rank];
-  for (int64_t n : stream.rank_distributed_tokens)
-    p.max_shard_tokens = std::max(p.max_shard_tokens, n);
-  int64_t base = 0;
-  for (const train::DistributedSegment& seg : stream.distributed) {
-    SKRULL_CHECK(static_cast<int>(seg.rank_chunks.size()) == cp) << "segment " << seg.seq_id;
-    for (int c = 0; c < 2 * cp; ++c) {
-      const int owner = c < cp ? c : 2 * cp - 1 - c;
-      const train::ShardChunk& ch = seg.rank_chunks[owner][c < cp ? 0 : 1];
-      SKRULL_CHECK(ch.positions == train::ZigZagChunk(seg.length, cp, c))
-          << "segment " << seg.seq_id << " chunk " << c << " is not zig-zag";
-      const int64_t row0 =
-          owner * p.max_shard_tokens + (ch.stream_offset - stream.rank_local_tokens[owner]);
-      for (int64_t i = 0; i < ch.positions.size(); ++i) p.gather_rows.push_back(row0 + i);
+  int64_t shard_tokens = 0;
+  for (size_t begin = 0; begin < stream.distributed.size();) {
+    size_t end = begin + 1;
+    const auto& first = stream.distributed[begin];
+    while (end < stream.distributed.size() &&
+           stream.distributed[end].group_first == first.group_first &&
+           stream.distributed[end].group_size == first.group_size) {
+      ++end;
     }
-    for (const train::ShardChunk& ch : seg.rank_chunks[p.cp_rank]) {
-      if (ch.positions.size() == 0) continue;
-      p.dist_spans.push_back(model::AttentionSpan{ch.stream_offset, ch.positions.size(), base,
-                                                  ch.positions.end, ch.positions.begin});
-    }
-    base += seg.length;
+    p.groups.push_back(MakeGroupExchange(stream, begin, end));
+    SKRULL_CHECK(p.groups.back().shard_begin == p.local_tokens + shard_tokens)
+        << "group regions do not tile the stream";
+    shard_tokens += p.groups.back().shard_tokens;
+    begin = end;
   }
-  p.gathered_tokens = base;
-  SKRULL_CHECK(static_cast<int64_t>(p.gather_rows.size()) == base);
+  SKRULL_CHECK(shard_tokens == stream.rank_distributed_tokens[p.cp_rank] &&
+               p.local_tokens + shard_tokens == p.tokens)
+      << "stream shard tokens " << p.tokens - p.local_tokens << " vs its own table "
+      << stream.rank_distributed_tokens[p.cp_rank] << " vs the groups' " << shard_tokens;
   return p;
 }
 
 at::Tensor CpAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                        const CpExchangePlan& plan, Group& cp_group,
+                       const CpAttentionOptions& options, std::shared_ptr<CpAttentionStats> stats) {
+  return CpAttention(q, k, v, plan, CpGroupSet{&cp_group, {}}, options, std::move(stats));
+}
+
+at::Tensor CpAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                       const CpExchangePlan& plan, const CpGroupSet& groups,
                        const CpAttentionOptions& options, std::shared_ptr<CpAttentionStats> stats) {
   CheckInputs(q, k, v, plan);
   if (!stats) stats = std::make_shared<CpAttentionStats>();
@@ -236,37 +331,47 @@ at::Tensor CpAttention(const at::Tensor& q, const at::Tensor& k, const at::Tenso
     stats->local_attention_seconds += Since(t);
     return out;
   }
-  SKRULL_CHECK(cp_group.size == plan.cp && cp_group.rank == plan.cp_rank)
-      << "plan for cp rank " << plan.cp_rank << "/" << plan.cp << " on " << cp_group.Describe();
+  SKRULL_CHECK(groups.all != nullptr && groups.all->size == plan.cp &&
+               groups.all->rank == plan.cp_rank)
+      << "plan for cp rank " << plan.cp_rank << "/" << plan.cp << " on "
+      << (groups.all ? groups.all->Describe() : std::string("no group"));
   stats->distributed_calls += 1;
 
   auto ex = std::make_shared<Exchange>();
   ex->plan_copy = plan;
-  ex->group = &cp_group;
   ex->options = options;
   ex->stats = stats;
   ex->scale = scale;
   ex->hkv = k.size(1);
   ex->head_dim = k.size(2);
-  ex->gather_index =
-      at::tensor(plan.gather_rows, at::TensorOptions().dtype(at::kLong)).to(q.device());
+  for (const CpGroupExchange& g : plan.groups) {
+    ex->groups.push_back(&groups.For(g.group_first, g.group_size));
+    ex->gather_index.push_back(
+        at::tensor(g.gather_rows, at::TensorOptions().dtype(at::kLong)).to(q.device()));
+  }
 
   at::Tensor qd = q.detach(), kd = k.detach(), vd = v.detach();
-  at::Tensor out, lse, k_all, v_all;
+  at::Tensor out, lse;
+  std::vector<at::Tensor> k_all, v_all;
   {
     c10::NoGradGuard no_grad;
-    KvGather g = StartKvGather(kd, vd, *ex);
+    std::vector<KvGather> gathers = StartKvGathers(kd, vd, *ex);
     auto f32 = q.options().dtype(at::kFloat);
     out = at::zeros(q.sizes(), f32);
     lse = at::zeros({q.size(0), q.size(1)}, f32);
     auto t = Clock::now();
     SpanAttentionForward(qd, kd, vd, plan.local_spans, scale, options.block_rows, out, lse);
     stats->local_attention_seconds += Since(t);
-    stats->comm_wait_seconds += g.pending.Wait();
-    t = Clock::now();
-    std::tie(k_all, v_all) = AssembleKv(g, *ex);
-    SpanAttentionForward(qd, k_all, v_all, plan.dist_spans, scale, options.block_rows, out, lse);
-    stats->distributed_attention_seconds += Since(t);
+    for (size_t i = 0; i < gathers.size(); ++i) {
+      stats->comm_wait_seconds += gathers[i].pending.Wait();
+      t = Clock::now();
+      auto [kg, vg] = AssembleKv(gathers[i], *ex, i);
+      SpanAttentionForward(qd, kg, vg, plan.groups[i].dist_spans, scale, options.block_rows, out,
+                           lse);
+      stats->distributed_attention_seconds += Since(t);
+      k_all.push_back(kg);
+      v_all.push_back(vg);
+    }
   }
   // For float32 q, `result` is `out` itself; the node keeps a detached alias
   // (no reference cycle through the output's grad_fn).
@@ -291,15 +396,21 @@ at::Tensor CpAttention(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   return result;
 }
 
-CpAttentionBackend::CpAttentionBackend(Group* cp_group,
+CpAttentionBackend::CpAttentionBackend(CpGroupSet groups,
                                        std::unique_ptr<model::AttentionBackend> local,
                                        CpAttentionOptions options)
-    : cp_group_(cp_group),
+    : groups_(std::move(groups)),
+      cp_group_(groups_.all),
       local_(std::move(local)),
       options_(options),
       stats_(std::make_shared<CpAttentionStats>()) {
   SKRULL_CHECK(cp_group_ != nullptr && local_ != nullptr);
 }
+
+CpAttentionBackend::CpAttentionBackend(Group* cp_group,
+                                       std::unique_ptr<model::AttentionBackend> local,
+                                       CpAttentionOptions options)
+    : CpAttentionBackend(CpGroupSet{cp_group, {}}, std::move(local), options) {}
 
 Status CpAttentionBackend::BeginMicroBatch(const train::RankStream& stream) {
   if (stream.cp_rank != cp_group_->rank ||
@@ -340,7 +451,7 @@ at::Tensor CpAttentionBackend::Attend(const at::Tensor& q, const at::Tensor& k, 
     stats_->local_attention_seconds += Since(t);
     return out;
   }
-  return CpAttention(q, k, v, plan_, *cp_group_, options_, stats_);
+  return CpAttention(q, k, v, plan_, groups_, options_, stats_);
 }
 
 std::string CpAttentionBackend::Name() const { return "cp-allgather+" + local_->Name(); }

@@ -1,17 +1,21 @@
 // Context-parallel attention for DACP micro-batches (paper §5).
 //
 // A rank's stream is [local sequences | zig-zag shards of distributed
-// sequences] (train/micro_batch_builder.h). Per layer, forward:
-//   1. launch an all-gather of the shards' K/V over the CP group (each rank's
-//      contribution padded to the group's largest shard: Gloo needs equal
-//      sizes; the padding is counted);
+// sequences] (train/micro_batch_builder.h). A distributed sequence is sharded
+// over the whole CP group or an aligned sub-group of it (scheduler/plan.h);
+// the shards of one group form one region of the stream, and each group with
+// distributed sequences exchanges its own region on its own communicator
+// (CpGroupSet). Per layer, forward:
+//   1. per group (smallest first), launch an all-gather of the region's K/V
+//      over the group (each rank's contribution padded to the group's
+//      largest region: Gloo needs equal sizes; the padding is counted);
 //   2. meanwhile attend the local sequences (no communication at all);
-//   3. wait, reassemble every distributed sequence's K/V in position order,
+//   3. per group, wait, reassemble its sequences' K/V in position order,
 //      attend this rank's query chunks to it with a causal mask by GLOBAL
 //      position.
-// Backward mirrors it: the distributed part's backward first, then its dK/dV
-// reduce-scatter (Gloo: all-to-all + local sum) is launched and overlapped
-// with the local sequences' backward. A micro-batch without distributed
+// Backward mirrors it: per group, the distributed part's backward, then its
+// dK/dV reduce-scatter (Gloo: all-to-all + local sum) is launched; all are
+// overlapped with the local sequences' backward. A micro-batch without distributed
 // sequences is delegated to the wrapped local backend and communicates nothing.
 //
 // The autograd node is hand-written (a torch::autograd::Node) so the exchange
@@ -59,31 +63,59 @@ struct CpAttentionStats {
   double distributed_attention_seconds = 0;  // forward + backward of the shards
 };
 
+// The exchange of one group: the distributed sequences sharded over the CP
+// ranks [group_first, group_first + group_size), which hold this rank.
+struct CpGroupExchange {
+  int group_first = 0;
+  int group_size = 1;
+  int group_rank = 0;            // this rank's index in the group
+  int64_t shard_begin = 0;       // first row of the group's region in this rank's stream
+  int64_t shard_tokens = 0;      // rows of that region
+  int64_t max_shard_tokens = 0;  // largest region in the group (all-gather rows per rank)
+  int64_t gathered_tokens = 0;   // sum of the group's sequences' lengths
+  std::vector<model::AttentionSpan> dist_spans;  // keys: the reassembled sequences
+  // gather_rows[i]: row of the all-gather output ([group_size * max_shard_tokens])
+  // that holds position i of the group's concatenated sequences.
+  std::vector<int64_t> gather_rows;
+};
+
 // Everything one CP rank needs to exchange and attend the distributed part of
 // a micro-batch; the same for every layer.
 struct CpExchangePlan {
   int cp = 1;
   int cp_rank = 0;
-  int64_t tokens = 0;            // rows of this rank's stream
-  int64_t local_tokens = 0;      // rows [0, local_tokens) are local sequences
-  int64_t shard_tokens = 0;      // rows [local_tokens, tokens): this rank's shards
-  int64_t max_shard_tokens = 0;  // largest shard region in the CP group (all-gather rows)
-  int64_t gathered_tokens = 0;   // sum of the distributed sequences' lengths
+  int64_t tokens = 0;                             // rows of this rank's stream
+  int64_t local_tokens = 0;                       // rows [0, local_tokens) are local sequences
   std::vector<model::AttentionSpan> local_spans;  // keys: this rank's stream
-  std::vector<model::AttentionSpan> dist_spans;   // keys: the reassembled sequences
-  // gather_rows[i]: row of the all-gather output ([cp * max_shard_tokens]) that
-  // holds position i of the concatenated distributed sequences.
-  std::vector<int64_t> gather_rows;
+  // One per group with distributed sequences holding this rank, in stream
+  // order (ascending group size); their regions tile [local_tokens, tokens).
+  std::vector<CpGroupExchange> groups;
 
-  bool has_distributed() const { return gathered_tokens > 0; }
+  bool has_distributed() const { return !groups.empty(); }
+  // Rows this rank sends as padding per exchange round (all groups).
+  int64_t PaddingTokens() const;
 };
 
 // REQUIRES: stream built for a CP group of `cp` ranks (sizes match).
 CpExchangePlan MakeCpExchangePlan(const train::RankStream& stream, int cp);
 
+// The communicators a CP rank exchanges on: the whole CP group and the
+// aligned sub-groups holding it (ProcessGroups::cp_sub_groups()). Not owned.
+struct CpGroupSet {
+  Group* all = nullptr;
+  std::vector<Group*> sub_groups;
+  // The group of `size` ranks starting at CP rank `first` (all when size is
+  // the CP size). CHECK-fails when this rank has no such group.
+  Group& For(int first, int size) const;
+};
+
 // Causal attention of a DACP stream; see the file comment. q: [T, Hq, D],
 // k, v: [T, Hkv, D]; differentiable w.r.t. q, k, v. Issues collectives on
-// `cp_group` only when plan.has_distributed(). `stats` may be null.
+// the groups of plan.groups only. `stats` may be null.
+at::Tensor CpAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                       const CpExchangePlan& plan, const CpGroupSet& groups,
+                       const CpAttentionOptions& options, std::shared_ptr<CpAttentionStats> stats);
+// The same with no sub-groups (every distributed sequence on `cp_group`).
 at::Tensor CpAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                        const CpExchangePlan& plan, Group& cp_group,
                        const CpAttentionOptions& options, std::shared_ptr<CpAttentionStats> stats);
@@ -92,8 +124,11 @@ at::Tensor CpAttention(const at::Tensor& q, const at::Tensor& k, const at::Tenso
 // train::ContextParallelAttention).
 class CpAttentionBackend : public train::ContextParallelAttention {
  public:
-  // `local` handles micro-batches with no distributed sequence. `cp_group`
+  // `local` handles micro-batches with no distributed sequence. The groups
   // must outlive the backend.
+  CpAttentionBackend(CpGroupSet groups, std::unique_ptr<model::AttentionBackend> local,
+                     CpAttentionOptions options = {});
+  // Without sub-groups: plans must shard over all of `cp_group`.
   CpAttentionBackend(Group* cp_group, std::unique_ptr<model::AttentionBackend> local,
                      CpAttentionOptions options = {});
 
@@ -123,7 +158,8 @@ class CpAttentionBackend : public train::ContextParallelAttention {
   const CpExchangePlan* plan() const { return has_plan_ ? &plan_ : nullptr; }
 
  private:
-  Group* cp_group_;
+  CpGroupSet groups_;
+  Group* cp_group_;  // groups_.all
   std::unique_ptr<model::AttentionBackend> local_;
   CpAttentionOptions options_;
   CpExchangePlan plan_;

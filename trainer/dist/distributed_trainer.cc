@@ -43,13 +43,14 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
 
   C10dCollectives collectives(&groups->world(), options.collectives);
   std::shared_ptr<CpAttentionStats> cp_stats;
-  Group* cp_group = &groups->cp();
+  CpGroupSet cp_groups{&groups->cp(), {}};
+  for (Group& g : groups->cp_sub_groups()) cp_groups.sub_groups.push_back(&g);
   const CpAttentionOptions cp_options = options.cp_attention;
   options.trainer.cp_attention =
-      [cp_group, cp_options, &cp_stats](
+      [cp_groups, cp_options, &cp_stats](
           c10::Device device) -> StatusOr<std::unique_ptr<train::ContextParallelAttention>> {
     auto backend = std::make_unique<CpAttentionBackend>(
-        cp_group, model::MakeDefaultAttention(device), cp_options);
+        cp_groups, model::MakeDefaultAttention(device), cp_options);
     cp_stats = backend->SharedStats();
     return std::unique_ptr<train::ContextParallelAttention>(std::move(backend));
   };

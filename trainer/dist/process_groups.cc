@@ -201,6 +201,16 @@ StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::CreateWithStore(
                                                  layout.CpGroup(), layout, options, store, device));
   SKRULL_ASSIGN_OR_RETURN(groups->dp_, MakeGroup("dp[cp=" + std::to_string(layout.cp_rank()) + "]",
                                                  layout.DpGroup(), layout, options, store, device));
+  const std::vector<int> cp_members = layout.CpGroup();
+  for (int size = 2; size < layout.cp(); size *= 2) {
+    const int first = layout.cp_rank() / size * size;
+    if (first + size > layout.cp()) continue;
+    const std::vector<int> members(cp_members.begin() + first, cp_members.begin() + first + size);
+    const std::string name = "cp[dp=" + std::to_string(layout.dp_rank()) + "," +
+                             std::to_string(first) + ".." + std::to_string(first + size - 1) + "]";
+    SKRULL_ASSIGN_OR_RETURN(Group g, MakeGroup(name, members, layout, options, store, device));
+    groups->cp_sub_groups_.push_back(std::move(g));
+  }
   return groups;
 }
 

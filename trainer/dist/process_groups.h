@@ -6,7 +6,12 @@
 //   world        all ranks (gradients, scalar reductions);
 //   cp[dp=d]     ranks d*cp .. d*cp+cp-1 (the K/V exchange of distributed
 //                sequences);
-//   dp[cp=c]     ranks c, cp+c, ... (one per CP rank).
+//   dp[cp=c]     ranks c, cp+c, ... (one per CP rank);
+//   cp[dp=d,f..l] the aligned CP sub-groups holding this rank, ascending size
+//                (CP ranks f..l of size 2, 4, ... below cp, f a multiple of
+//                the size: sequences sharded over a sub-group, scheduler/plan.h).
+// A group is built only by its members (each has its own store prefix), so
+// every rank builds its own groups in this fixed order.
 // See rank_layout.h for the arithmetic.
 //
 // Every c10d call made by trainer/dist goes through SKRULL_C10D_CHECK, which
@@ -34,6 +39,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "api/job_spec.h"
 #include "common/status.h"
@@ -141,6 +147,8 @@ class ProcessGroups {
   Group& world() { return world_; }
   Group& cp() { return cp_; }
   Group& dp() { return dp_; }
+  // This rank's aligned CP sub-groups, ascending size (empty when cp < 4).
+  std::vector<Group>& cp_sub_groups() { return cp_sub_groups_; }
   CommBackend backend() const { return world_.backend; }
   c10d::Store& store() { return *store_; }
 
@@ -151,6 +159,7 @@ class ProcessGroups {
   Group world_;
   Group cp_;
   Group dp_;
+  std::vector<Group> cp_sub_groups_;
 };
 
 // A collective in flight. Wait() blocks until it is done (running any

@@ -16,9 +16,10 @@ std::vector<int64_t> ExactCpRankTokens(const scheduler::MicroBatch& mb, int cp) 
     } else if (!s.distributed()) {
       tokens[s.cp_rank] += s.length;
     } else {
-      for (int r = 0; r < cp; ++r) {
-        const auto shard = train::ZigZagShard(s.length, cp, r);
-        tokens[r] += shard[0].size() + shard[1].size();
+      const scheduler::ShardGroup g = s.Group(cp);
+      for (int i = 0; i < g.size; ++i) {
+        const auto shard = train::ZigZagShard(s.length, g.size, i);
+        tokens[g.first + i] += shard[0].size() + shard[1].size();
       }
     }
   }
@@ -50,16 +51,20 @@ StatusOr<RuntimeGuardResult> ApplyRuntimeGuard(scheduler::Plan* plan, int64_t li
           if (tokens[r] > limit_tokens && (worst < 0 || tokens[r] > tokens[worst])) worst = r;
         }
         if (worst < 0) break;
-        // Its shortest local sequence (lowest id on ties), if any.
+        // Its shortest local sequence (lowest id on ties), else the shortest
+        // sequence on a CP sub-group holding it (widened to all ranks).
         scheduler::PlacedSequence* victim = nullptr;
-        if (cp > 1) {
+        for (bool sub_groups : {false, true}) {
           for (scheduler::PlacedSequence& s : mb.sequences) {
-            if (s.cp_rank != worst) continue;
+            const bool candidate = sub_groups ? s.on_sub_group(cp) && s.Group(cp).Contains(worst)
+                                              : cp > 1 && s.cp_rank == worst;
+            if (!candidate) continue;
             if (victim == nullptr || s.length < victim->length ||
                 (s.length == victim->length && s.id < victim->id)) {
               victim = &s;
             }
           }
+          if (victim != nullptr) break;
         }
         if (victim == nullptr) {
           return ResourceExhaustedError(
@@ -72,6 +77,8 @@ StatusOr<RuntimeGuardResult> ApplyRuntimeGuard(scheduler::Plan* plan, int64_t li
               "contextParallel, or shorten the longest samples (spec.data.maxLength)");
         }
         victim->cp_rank = scheduler::kDistributed;
+        victim->group_first = 0;
+        victim->group_size = 0;
         result.rollbacks += 1;
         result.rolled_back_ids.push_back(victim->id);
         changed = true;

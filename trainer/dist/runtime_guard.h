@@ -7,7 +7,9 @@
 // a step's micro-batches run, the guard recomputes each CP rank's exact
 // tokens (train::ZigZagShard) and, where a rank would exceed the limit,
 // turns that rank's shortest local sequence into a distributed one (the same
-// move as the DACP roll-back), re-checking until the micro-batch fits. Each
+// move as the DACP roll-back; with no local sequence there, the shortest
+// sequence on a CP sub-group holding the rank is widened to all CP ranks),
+// re-checking until the micro-batch fits. Each
 // move is counted as a `runtime` roll-back. A micro-batch that does not fit
 // even with everything distributed is ResourceExhausted, by name, instead of
 // an out-of-memory crash.

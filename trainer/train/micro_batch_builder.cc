@@ -23,6 +23,20 @@ bool IsLocalOn(const scheduler::PlacedSequence& s, int cp, int cp_rank) {
   return cp == 1 || s.cp_rank == cp_rank;
 }
 
+// The distributed sequences of `mb` in stream order: by group size, then
+// plan order (see the file comment).
+std::vector<const scheduler::PlacedSequence*> DistributedInStreamOrder(
+    const scheduler::MicroBatch& mb, int cp) {
+  std::vector<const scheduler::PlacedSequence*> out;
+  for (const scheduler::PlacedSequence& s : mb.sequences) {
+    if (s.distributed()) out.push_back(&s);
+  }
+  std::stable_sort(out.begin(), out.end(), [cp](const auto* a, const auto* b) {
+    return a->Group(cp).size < b->Group(cp).size;
+  });
+  return out;
+}
+
 void Append(const SequenceTokens& seq, TokenRange range, RankStream* out) {
   for (int64_t i = range.begin; i < range.end; ++i) {
     out->input_ids.push_back(seq.input_ids[i]);
@@ -59,7 +73,9 @@ std::vector<int64_t> NeededSequenceIds(const scheduler::Plan& plan, int dp_rank,
   std::vector<int64_t> ids;
   for (const scheduler::MicroBatch& mb : plan.ranks[dp_rank].micro_batches) {
     for (const scheduler::PlacedSequence& s : mb.sequences) {
-      if (s.distributed() || IsLocalOn(s, cp, cp_rank)) ids.push_back(s.id);
+      if ((s.distributed() && s.Group(cp).Contains(cp_rank)) || IsLocalOn(s, cp, cp_rank)) {
+        ids.push_back(s.id);
+      }
     }
   }
   std::sort(ids.begin(), ids.end());
@@ -110,24 +126,29 @@ StatusOr<std::vector<RankStream>> BuildRankStreams(const scheduler::Plan& plan,
     // Pass 3: distributed sequences, zig-zag shards with global positions.
     if (cp > 1) {
       std::vector<int64_t> cursor = out.rank_local_tokens;  // per rank stream write offset
-      for (const scheduler::PlacedSequence& s : mb.sequences) {
-        if (!s.distributed()) continue;
-        SKRULL_RETURN_IF_ERROR(CheckTokens(batch, s));
+      for (const scheduler::PlacedSequence* s : DistributedInStreamOrder(mb, cp)) {
+        const scheduler::ShardGroup g = s->Group(cp);
+        SKRULL_CHECK(g.first >= 0 && g.first + g.size <= cp) << "sequence " << s->id << " group";
         DistributedSegment seg;
-        seg.seq_id = s.id;
-        seg.length = s.length;
-        seg.rank_chunks.resize(cp);
-        for (int r = 0; r < cp; ++r) {
-          const std::array<TokenRange, 2> shard = ZigZagShard(s.length, cp, r);
+        seg.seq_id = s->id;
+        seg.length = s->length;
+        seg.group_first = g.first;
+        seg.group_size = g.size;
+        seg.rank_chunks.resize(g.size);
+        for (int i = 0; i < g.size; ++i) {
+          const int r = g.first + i;
+          const std::array<TokenRange, 2> shard = ZigZagShard(s->length, g.size, i);
           for (int k = 0; k < 2; ++k) {
-            seg.rank_chunks[r][k] = ShardChunk{shard[k], cursor[r]};
+            seg.rank_chunks[i][k] = ShardChunk{shard[k], cursor[r]};
             cursor[r] += shard[k].size();
           }
           out.rank_distributed_tokens[r] += seg.RankTokens(r);
         }
-        for (const ShardChunk& c : seg.rank_chunks[cp_rank]) {
+        if (!g.Contains(cp_rank)) continue;
+        SKRULL_RETURN_IF_ERROR(CheckTokens(batch, *s));
+        for (const ShardChunk& c : seg.Chunks(cp_rank)) {
           SKRULL_CHECK(c.stream_offset == static_cast<int64_t>(out.input_ids.size()));
-          Append(batch[s.id], c.positions, &out);
+          Append(batch[s->id], c.positions, &out);
         }
         out.distributed.push_back(std::move(seg));
       }

@@ -9,11 +9,17 @@
 //
 // - Local sequences (placed whole on this CP rank) come first, in plan order,
 //   each with positions 0..len-1; `local_cu_seqlens` delimits them.
-// - Each distributed sequence (sharded over the CP group) is cut into 2*cp
-//   near-equal contiguous chunks (zig-zag): chunk c covers global positions
-//   [floor(c*S/(2cp)), floor((c+1)*S/(2cp))). CP rank r holds chunk r then
-//   chunk 2cp-1-r, with their GLOBAL positions (for RoPE and the causal mask).
-//   This balances causal attention work across the CP group.
+// - Each distributed sequence is sharded over its ShardGroup (scheduler/
+//   plan.h): all cp ranks, or an aligned sub-group of g = 2^k ranks starting
+//   at rank f. It is cut into 2*g near-equal contiguous chunks (zig-zag):
+//   chunk c covers global positions [floor(c*S/(2g)), floor((c+1)*S/(2g))).
+//   Group rank i (CP rank f + i) holds chunk i then chunk 2g-1-i, with their
+//   GLOBAL positions (for RoPE and the causal mask). This balances causal
+//   attention work across the group.
+// - A rank's shards are ordered by group size (smallest first), then plan
+//   order. A rank belongs to one aligned group of each size, so the shards of
+//   one group form one contiguous region in every member's stream: the
+//   region the group's K/V exchange gathers.
 // - With cp == 1 every sequence is local (a "distributed" sequence on one
 //   rank is just a whole sequence).
 //
@@ -73,15 +79,24 @@ struct ShardChunk {
   int64_t stream_offset = 0;  // index of positions.begin in that rank's stream
 };
 
-// A distributed sequence of a micro-batch as every CP rank holds it.
+// A distributed sequence of a micro-batch as every rank of its group holds it.
 struct DistributedSegment {
   int64_t seq_id = 0;  // id in the global batch (scheduler::Sequence::id)
   int64_t length = 0;  // whole sequence, tokens
-  // rank_chunks[r] = the two chunks CP rank r holds, in its stream order.
+  // The CP ranks it is sharded over: [group_first, group_first + group_size).
+  int group_first = 0;
+  int group_size = 0;
+  // rank_chunks[i] = the two chunks CP rank group_first + i holds, in its
+  // stream order (size group_size).
   std::vector<std::array<ShardChunk, 2>> rank_chunks;
 
+  // Tokens CP rank `cp_rank` (a member of the group) holds.
   int64_t RankTokens(int cp_rank) const {
-    return rank_chunks[cp_rank][0].positions.size() + rank_chunks[cp_rank][1].positions.size();
+    const auto& c = rank_chunks[cp_rank - group_first];
+    return c[0].positions.size() + c[1].positions.size();
+  }
+  const std::array<ShardChunk, 2>& Chunks(int cp_rank) const {
+    return rank_chunks[cp_rank - group_first];
   }
 };
 
@@ -98,8 +113,8 @@ struct RankStream {
   // Always starts with 0 (so {0} when there is no local sequence).
   std::vector<int64_t> local_cu_seqlens;
   std::vector<int64_t> local_seq_ids;  // parallel to local_cu_seqlens' intervals
-  // Distributed sequences in stream order; their shards follow the local
-  // tokens on every rank.
+  // The distributed sequences whose group holds this rank, in stream order;
+  // their shards follow the local tokens.
   std::vector<DistributedSegment> distributed;
   // Per CP rank of the group (size cp): where the distributed region starts in
   // that rank's stream (= its local tokens) and how many tokens it holds.
@@ -113,8 +128,8 @@ struct RankStream {
 };
 
 // Ids of the sequences whose tokens rank (dp_rank, cp_rank) needs for `plan`:
-// its local sequences and every distributed sequence of its DP rank, in
-// ascending order. REQUIRES: ranks in range.
+// its local sequences and every distributed sequence of its DP rank whose
+// group holds it, in ascending order. REQUIRES: ranks in range.
 std::vector<int64_t> NeededSequenceIds(const scheduler::Plan& plan, int dp_rank, int cp_rank);
 
 // Builds the rank's stream for every micro-batch of its DP rank (empty
