@@ -3,7 +3,7 @@
 # one inside the image, prints its size and build time, and writes an OCI
 # archive per image that `docker load` and `podman load` accept.
 #
-#   sudo scripts/build-images.sh [controller] [trainer-cpu] [trainer-cuda]
+#   sudo scripts/build-images.sh [controller] [trainer-cpu] [trainer]
 #
 # No registry is needed: the Debian 12 and 13 base images the Dockerfiles'
 # FROM lines name (debian:12, debian:12-slim, debian:13, debian:13-slim) are
@@ -136,9 +136,9 @@ git diff --quiet HEAD -- 2>/dev/null || revision="$revision-dirty"
 declare -A IMAGE=(
   [controller]="ghcr.io/skrull/controller:$version"
   [trainer-cpu]="ghcr.io/skrull/trainer:$version-cpu"
-  [trainer-cuda]="ghcr.io/skrull/trainer:$version"
+  [trainer]="ghcr.io/skrull/trainer:$version"
 )
-declare -A DEBIAN=([controller]=12 [trainer-cpu]=12 [trainer-cuda]=13)
+declare -A DEBIAN=([controller]=12 [trainer-cpu]=12 [trainer]=13)
 declare -A SECONDS_TAKEN=()
 
 # build_image NAME [buildah bud args...]: docker/NAME.Dockerfile -> ${IMAGE[NAME]};
@@ -150,7 +150,7 @@ build_image() {
     -t "${IMAGE[$name]}" --build-arg "VERSION=$version" --build-arg "REVISION=$revision")
   # Debian's packages, downloaded once per release and kept outside the tree.
   local debs="$cache/apt-${SUITE[$v]}"
-  if [ "$name" = trainer-cuda ] && [ -d "${SKRULL_TRIXIE_DEBS:-}" ]; then debs="$SKRULL_TRIXIE_DEBS"; fi
+  if [ "$name" = trainer ] && [ -d "${SKRULL_TRIXIE_DEBS:-}" ]; then debs="$SKRULL_TRIXIE_DEBS"; fi
   mkdir -p "$debs" "$cache/logs"
   args+=(--volume "$debs:/var/cache/apt/archives")
   if [ -n "${SKRULL_CCACHE_DIR:-}" ]; then
@@ -164,4 +164,23 @@ build_image() {
     return 1
   fi
   SECONDS_TAKEN[$name]=$(($(date +%s) - start))
+}
+
+# cudnn_image: an image holding SKRULL_CUDNN_DIR's libcudnn*.so.9 under /cudnn,
+# for docker/trainer.Dockerfile's CUDNN_IMAGE when NVIDIA's download site is
+# unreachable; prints its name, or nothing when there is no cuDNN to give.
+cudnn_image() {
+  local dir="${SKRULL_CUDNN_DIR:-}" name=localhost/skrull-cudnn:9 ctr
+  if [ -z "$dir" ]; then
+    for dir in /var/cache/skrull/trixie-cuda/usr/local/lib/skrull-cudnn /usr/local/cuda/lib64 ""; do
+      compgen -G "$dir/libcudnn*.so.9" >/dev/null && break
+    done
+  fi
+  [ -n "$dir" ] && compgen -G "$dir/libcudnn*.so.9" >/dev/null || return 0
+  if ! bh inspect --type image "$name" >/dev/null 2>&1; then
+    ctr="$(bh from scratch)"
+    bh copy "$ctr" "$dir"/libcudnn*.so.9 /cudnn/ >/dev/null
+    bh commit --rm -q "$ctr" "$name" >/dev/null
+  fi
+  echo "$name"
 }
