@@ -144,12 +144,13 @@ declare -A SECONDS_TAKEN=()
 # build_image NAME [buildah bud args...]: docker/NAME.Dockerfile -> ${IMAGE[NAME]};
 # the log goes to $cache/logs/NAME.log.
 build_image() {
-  local name="$1" v="${DEBIAN[$1]}" start
+  local name="$1" start
   shift
   local args=(--isolation chroot --pull=never --layers=false -f "docker/$name.Dockerfile"
     -t "${IMAGE[$name]}" --build-arg "VERSION=$version" --build-arg "REVISION=$revision")
-  # Debian's packages, downloaded once per release and kept outside the tree.
-  local debs="$cache/apt-${SUITE[$v]}"
+  # Debian's packages, downloaded once per image (apt locks its cache: two
+  # builds at once cannot share one) and kept outside the tree.
+  local debs="$cache/apt/$name"
   if [ "$name" = trainer ] && [ -d "${SKRULL_TRIXIE_DEBS:-}" ]; then debs="$SKRULL_TRIXIE_DEBS"; fi
   mkdir -p "$debs" "$cache/logs"
   args+=(--volume "$debs:/var/cache/apt/archives")
