@@ -185,3 +185,166 @@ cudnn_image() {
   fi
   echo "$name"
 }
+
+# run_in IMAGE [buildah run options...] -- COMMAND...: COMMAND in a fresh
+# container of IMAGE, as the image's user, in its working directory.
+run_in() {
+  local image="$1" ctr rc=0 opts=()
+  shift
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  ctr="$(bh from --pull=never -q "$image")"
+  bh run --isolation chroot "${opts[@]}" "$ctr" "$@" || rc=$?
+  bh rm "$ctr" >/dev/null
+  return "$rc"
+}
+
+# check_hygiene NAME: runs as a non-root user, carries the OCI labels, has no
+# compiler and no leftover .debs or apt lists.
+check_hygiene() {
+  local image="${IMAGE[$1]}" user label
+  user="$(bh inspect --type image --format '{{.OCIv1.Config.User}}' "$image")"
+  case "$user" in "" | 0 | 0:* | root | root:*)
+    log "$1: runs as root ('$user'): set USER"; return 1 ;; esac
+  for label in source version revision; do
+    [ -n "$(bh inspect --type image --format "{{index .OCIv1.Config.Labels \"org.opencontainers.image.$label\"}}" "$image")" ] ||
+      { log "$1: no org.opencontainers.image.$label label"; return 1; }
+  done
+  run_in "$image" --user 0:0 -- sh -c '
+    for c in cc gcc g++ c++ clang clang++ nvcc; do
+      command -v "$c" >/dev/null && { echo "a compiler in the runtime image: $(command -v "$c")"; exit 1; }
+    done
+    ls /var/cache/apt/archives/*.deb >/dev/null 2>&1 && { echo "leftover .deb files"; exit 1; }
+    [ -z "$(ls /var/lib/apt/lists 2>/dev/null | grep -v -e ^lock$ -e ^partial$)" ] || { echo "leftover apt lists"; exit 1; }
+    exit 0' || { log "$1: hygiene check failed"; return 1; }
+}
+
+# smoke_controller: the repository's own end-to-end test of `skrull-controller
+# serve` (tests/controller/operator/serve_e2e_test.cc: the fake API server,
+# a kubeconfig, a SkrullJob taken to Succeeded, SIGTERM) run on this machine
+# with the binary of the image, through a wrapper that runs it in a container.
+smoke_controller() {
+  local test_bin="$SKRULL_BUILD/bin/controller_serve_e2e_test" wrap ctr rc=0
+  if [ ! -x "$test_bin" ]; then
+    log "building the smoke test controller_serve_e2e_test in $SKRULL_BUILD"
+    skrull_install_deps >/dev/null
+    [ -f "$SKRULL_BUILD/build.ninja" ] ||
+      cmake -S . -B "$SKRULL_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build "$SKRULL_BUILD" --target controller_serve_e2e_test >/dev/null
+  fi
+  wrap="$(mktemp -d /tmp/skrull-image-smoke.XXXXXX)"
+  ctr="$(bh from --pull=never -q "${IMAGE[controller]}")"
+  cat >"$wrap/skrull-controller" <<WRAP
+#!/bin/sh
+exec buildah --storage-driver vfs run --isolation chroot --volume /tmp:/tmp \
+  --env POD_NAMESPACE="\$POD_NAMESPACE" --env POD_NAME="\$POD_NAME" $ctr skrull-controller "\$@"
+WRAP
+  chmod +x "$wrap/skrull-controller"
+  SKRULL_BIN_DIR="$wrap" "$test_bin" \
+    --gtest_filter=ServeEndToEnd.TheControllerBinaryRunsAJobThroughTheApiServer || rc=$?
+  bh rm "$ctr" >/dev/null
+  rm -rf "$wrap"
+  return "$rc"
+}
+
+# smoke_trainer NAME: a 2-rank job (dataParallel 1 x contextParallel 2, the
+# tiny example model, 3 steps, on the CPU) trains in the image and writes
+# summary.json.
+smoke_trainer() {
+  local dir rc=0
+  dir="$(mktemp -d /tmp/skrull-image-smoke.XXXXXX)"
+  cp examples/models/tiny/config.json "$dir/config.json"
+  awk 'BEGIN { srand(7); for (i = 0; i < 64; i++) { n = 16 + int(rand() * 600); s = "";
+         for (j = 0; j < n; j++) s = s (j ? "," : "") (3 + int(rand() * 250));
+         print "{\"input_ids\": [" s "]}" } }' >"$dir/data.jsonl"
+  cat >"$dir/job.yaml" <<JOB
+apiVersion: skrull.io/v1alpha1
+kind: SkrullJob
+metadata:
+  name: image-smoke
+spec:
+  model: {config: config.json}
+  data: {path: data.jsonl, format: tokenized-jsonl}
+  parallelism: {nodes: 1, procsPerNode: 2, dataParallel: 1, contextParallel: 2}
+  scheduler: {policy: skrull, bucketSize: 512, batchSize: 8, seed: 1}
+  training: {steps: 3, learningRate: 1e-3, precision: fp32, outputDir: out}
+  metrics: {port: 0}
+JOB
+  chown -R 65532:65532 "$dir"
+  run_in "${IMAGE[$1]}" --volume "$dir:$dir" -- skrull-trainer --job "$dir/job.yaml" \
+    >"$cache/logs/$1-smoke.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ] || [ ! -s "$dir/out/summary.json" ]; then
+    tail -n 20 "$cache/logs/$1-smoke.log" >&2
+    log "$1: the 2-rank job did not write summary.json (exit $rc); see $cache/logs/$1-smoke.log"
+    rc=1
+  fi
+  rm -rf "$dir"
+  return "$rc"
+}
+
+# smoke_trainer_cuda: the CPU smoke test, and ldd of skrull-trainer clean apart
+# from the driver's libraries (the NVIDIA container runtime brings those).
+smoke_trainer_cuda() {
+  run_in "${IMAGE[trainer]}" -- sh -c '
+    ldd /usr/local/bin/skrull-trainer | grep -E "libtorch_cuda|libnccl|libcudart|libcudnn"
+    missing="$(ldd /usr/local/bin/skrull-trainer | awk "/not found/ { print \$1 }" |
+      grep -Ev "^lib(cuda|nvidia-ml)\.so" || true)"
+    [ -z "$missing" ] || { echo "not found: $missing"; exit 1; }
+    ldd /usr/local/bin/skrull-trainer | grep -q libtorch_cuda || { echo "no libtorch_cuda"; exit 1; }
+    ldd /usr/local/bin/skrull-trainer | grep -q libnccl || { echo "no NCCL"; exit 1; }' ||
+    { log "trainer: ldd check failed"; return 1; }
+  smoke_trainer trainer
+}
+
+# archive NAME: $out/NAME.oci.tar, which `docker load` and `podman load` read.
+archive() {
+  mkdir -p "$out"
+  rm -f "$out/$1.oci.tar"
+  bh push -q "${IMAGE[$1]}" "oci-archive:$out/$1.oci.tar:${IMAGE[$1]}" >/dev/null
+}
+
+size_mb() {  # the image's size as buildah reports it, in MB (10^6 bytes)
+  bh inspect --type image --format '{{.Size}}' "${IMAGE[$1]}" 2>/dev/null |
+    awk '{ printf "%.0f", $1 / 1e6 }'
+}
+
+main() {
+  local names=("$@") name failed=0 mb
+  [ ${#names[@]} -gt 0 ] || names=(controller trainer-cpu trainer)
+  for name in "${names[@]}"; do
+    [ -n "${IMAGE[$name]:-}" ] || { log "unknown image '$name': one of ${!IMAGE[*]}"; exit 2; }
+  done
+  ensure_tools
+  for name in "${names[@]}"; do make_base "${DEBIAN[$name]}"; done
+  local cudnn=()
+  [[ " ${names[*]} " == *" trainer "* ]] && cudnn=(--build-arg "CUDNN_IMAGE=$(cudnn_image)")
+  [ "${cudnn[1]:-}" = CUDNN_IMAGE= ] && cudnn=()
+  : "${SKRULL_TRIXIE_DEBS:=/var/cache/skrull/trixie-cuda/var/cache/apt/archives}"
+  printf '%-12s %-36s %8s %8s  %s\n' IMAGE TAG SIZE_MB BUILD_S RESULT >"$cache/summary.txt"
+  for name in "${names[@]}"; do
+    local result=ok
+    if [ "$name" = trainer ]; then build_image "$name" "${cudnn[@]}" || result="build failed"
+    else build_image "$name" || result="build failed"; fi
+    if [ "$result" = ok ]; then
+      log "$name: hygiene and smoke test"
+      check_hygiene "$name" || result="hygiene failed"
+      case "$name" in
+        controller) smoke_controller || result="smoke failed" ;;
+        trainer-cpu) smoke_trainer trainer-cpu || result="smoke failed" ;;
+        trainer) smoke_trainer_cuda || result="smoke failed" ;;
+      esac
+      [ "$name" != controller ] || [ "$(size_mb controller)" -lt 150 ] ||
+        { log "controller: $(size_mb controller) MB, over the 150 MB budget"; result="too big"; }
+      [ "$result" != ok ] || archive "$name" || result="archive failed"
+    fi
+    [ "$result" = ok ] || failed=1
+    mb="$(size_mb "$name")"
+    printf '%-12s %-36s %8s %8s  %s\n' "$name" "${IMAGE[$name]}" "${mb:--}" \
+      "${SECONDS_TAKEN[$name]:--}" "$result" >>"$cache/summary.txt"
+  done
+  cat "$cache/summary.txt"
+  log "OCI archives in $out (docker load -i FILE, podman load -i FILE)"
+  return "$failed"
+}
+
+# Sourcing this file (as the tests do) defines the functions only.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then main "$@"; fi
