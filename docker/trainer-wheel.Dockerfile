@@ -1,8 +1,10 @@
 # syntax=docker/dockerfile:1
-# The GPU trainer: CUDA libtorch + NCCL from the PyTorch pip wheel, built in
-# nvidia/cuda devel and run on nvidia/cuda base (docker/README.md).
+# The GPU trainer, PyTorch-wheel variant: CUDA libtorch + NCCL from the PyTorch
+# pip wheel, built in nvidia/cuda devel and run on nvidia/cuda base
+# (docker/README.md). The chart's default trainer is docker/trainer.Dockerfile
+# (Debian 13's PyTorch 2.6 CUDA), the one built and smoke-tested here.
 #
-#   docker build -f docker/trainer.Dockerfile -t ghcr.io/skrull/trainer:0.1.0 .
+#   docker build -f docker/trainer-wheel.Dockerfile -t ghcr.io/skrull/trainer:0.1.0-wheel .
 #
 # Why the pip wheel (not the libtorch zip, not NGC): one pinned version that
 # brings matching CUDA, cuDNN and NCCL libraries (the nvidia-*-cu12 wheels),
@@ -18,7 +20,8 @@
 #   TORCH_INDEX    wheel index for that CUDA (cu126 = CUDA 12.6)
 #   CUDA_ARCHS     GPU architectures for torch's CMake (8.0 = A100, 9.0 = H100)
 #
-# Not built here (no Docker engine in this workplace): see docker/README.md.
+# Not built by scripts/build-images.sh: its nvidia/cuda base cannot be pulled
+# here (no registry is reachable); see docker/README.md.
 
 ARG CUDA_VERSION=12.6.3
 ARG UBUNTU=24.04

@@ -15,6 +15,11 @@
 #   SKRULL_IMAGE_CACHE   roots, apt caches, logs      (/var/cache/skrull/images)
 #   SKRULL_IMAGE_OUT     OCI archives and sizes.tsv   ($SKRULL_IMAGE_CACHE/oci)
 #   SKRULL_DEBIAN_MIRROR Debian mirror                (http://deb.debian.org/debian)
+#   SKRULL_DEBIAN_UPDATES yes: the base images' apt sources include SUITE-updates
+#                        and SUITE-security, as Debian's images do; no: the point
+#                        release only, the packages of a root made by
+#                        scripts/check-gpu-build.sh, so a build reuses its .debs
+#                        and its ccache (development only)
 #   SKRULL_CCACHE_DIR    a ccache directory the builds use instead of their own
 #                        cache mount (e.g. the one a developer's build fills)
 #   SKRULL_TRIXIE_DEBS   a folder of Debian 13 .debs (the CUDA packages) offered to
@@ -31,6 +36,7 @@ cd "$SKRULL_ROOT"
 cache="${SKRULL_IMAGE_CACHE:-/var/cache/skrull/images}"
 out="${SKRULL_IMAGE_OUT:-$cache/oci}"
 mirror="${SKRULL_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+updates="${SKRULL_DEBIAN_UPDATES:-yes}"
 [ "$(id -u)" -eq 0 ] || { log "build-images.sh needs root (debootstrap, buildah)"; exit 2; }
 
 bh() { buildah --storage-driver vfs "$@"; }
@@ -49,15 +55,21 @@ declare -A SUITE=([12]=bookworm [13]=trixie)
 
 # write_sources ROOT SUITE: the deb822 sources file Debian's own images carry
 # (main only; a Dockerfile adds contrib / non-free itself where it needs them).
+# SKRULL_DEBIAN_UPDATES=no leaves out SUITE-updates and SUITE-security.
 write_sources() {
   rm -f "$1/etc/apt/sources.list"
   mkdir -p "$1/etc/apt/sources.list.d"
+  local suites="$2 $2-updates"
+  [ "$updates" = yes ] || suites="$2"
   cat >"$1/etc/apt/sources.list.d/debian.sources" <<SOURCES
 Types: deb
 URIs: $mirror
-Suites: $2 $2-updates
+Suites: $suites
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+  [ "$updates" = yes ] || return 0
+  cat >>"$1/etc/apt/sources.list.d/debian.sources" <<SOURCES
 
 Types: deb
 URIs: ${SKRULL_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
@@ -91,27 +103,30 @@ commit_root() {
   ctr="$(bh from scratch)"
   bh add "$ctr" "$tarball" / >/dev/null
   bh config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --cmd bash "$ctr"
+    --cmd bash --label "skrull.debian-updates=$updates" "$ctr"
   bh commit --rm -q "$ctr" "$2" >/dev/null
   rm -f "$tarball"
 }
 
 # make_base VERSION: debian:VERSION and debian:VERSION-slim in local storage,
-# from a minbase root cached in $cache (made once, reused until deleted).
+# from a minbase root cached in $cache (made once, reused until deleted);
+# remade when SKRULL_DEBIAN_UPDATES changed since.
 make_base() {
-  local v="$1" suite="${SUITE[$1]}" root="$cache/root-${SUITE[$1]}"
-  if bh inspect --type image "docker.io/library/debian:$v-slim" >/dev/null 2>&1; then return 0; fi
+  local v="$1" suite="${SUITE[$1]}" root="$cache/root-${SUITE[$1]}" made
+  made="$(bh inspect --type image --format '{{index .OCIv1.Config.Labels "skrull.debian-updates"}}' \
+    "docker.io/library/debian:$v-slim" 2>/dev/null || true)"
+  [ "$made" = "$updates" ] && return 0
   mkdir -p "$cache"
   if [ ! -f "$root/.skrull-ready" ]; then
     log "debootstrap --variant=minbase $suite (Debian $v)"
     rm -rf --one-file-system "$root.tmp"
     debootstrap --variant=minbase "$suite" "$root.tmp" "$mirror" >"$cache/debootstrap-$suite.log" 2>&1 ||
       { log "debootstrap failed; see $cache/debootstrap-$suite.log"; exit 2; }
-    write_sources "$root.tmp" "$suite"
     rm -rf "$root.tmp"/var/cache/apt/archives/*.deb "$root.tmp"/var/lib/apt/lists/*
     rm -rf --one-file-system "$root" && mv "$root.tmp" "$root" && touch "$root/.skrull-ready"
   fi
-  log "base images debian:$v and debian:$v-slim"
+  log "base images debian:$v and debian:$v-slim (-updates and -security: $updates)"
+  write_sources "$root" "$suite"
   commit_root "$root" "docker.io/library/debian:$v"
   rm -rf --one-file-system "$root.slim" && cp -a "$root" "$root.slim"
   make_slim "$root.slim"
