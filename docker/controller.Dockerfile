@@ -50,7 +50,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 COPY --from=build /out/runtime-packages.txt /tmp/runtime-packages.txt
 RUN apt-get update \
  && xargs -a /tmp/runtime-packages.txt apt-get install -y --no-install-recommends ca-certificates \
- && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /tmp/runtime-packages.txt
 COPY --from=build /out/skrull-controller /usr/local/bin/skrull-controller
 COPY docker/check-libs.sh /usr/local/lib/skrull/check-libs.sh
 RUN sh /usr/local/lib/skrull/check-libs.sh /usr/local/bin/skrull-controller

@@ -50,7 +50,7 @@ LABEL org.opencontainers.image.title="skrull-trainer (CPU)" \
 COPY --from=build /out/runtime-packages.txt /tmp/runtime-packages.txt
 RUN apt-get update \
  && xargs -a /tmp/runtime-packages.txt apt-get install -y --no-install-recommends \
- && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /tmp/runtime-packages.txt
 COPY --from=build /out/skrull-trainer /usr/local/bin/skrull-trainer
 COPY docker/check-libs.sh /usr/local/lib/skrull/check-libs.sh
 RUN sh /usr/local/lib/skrull/check-libs.sh /usr/local/bin/skrull-trainer \

@@ -68,7 +68,7 @@ COPY --from=build /out/cudnn /tmp/cudnn
 # second copy in the image could shadow it.
 RUN sh /usr/local/lib/skrull/apt-install.sh /tmp/cudnn $(cat /tmp/runtime-packages.txt) \
  && if dpkg -s libcuda1 >/dev/null 2>&1; then dpkg --remove --force-depends libcuda1; fi \
- && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt /tmp/cudnn
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /tmp/runtime-packages.txt /tmp/cudnn
 COPY --from=build /out/skrull-trainer /usr/local/bin/skrull-trainer
 COPY docker/check-libs.sh /usr/local/lib/skrull/check-libs.sh
 RUN sh /usr/local/lib/skrull/check-libs.sh /usr/local/bin/skrull-trainer '^lib(cuda|nvidia-ml)\.so' \

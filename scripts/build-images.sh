@@ -12,8 +12,8 @@
 # reachable (apt-get runs inside the builds). Needs root.
 #
 # Environment (all optional):
-#   SKRULL_IMAGE_CACHE   roots, apt caches, logs      (/var/cache/skrull/images)
-#   SKRULL_IMAGE_OUT     OCI archives and sizes.tsv   ($SKRULL_IMAGE_CACHE/oci)
+#   SKRULL_IMAGE_CACHE   roots, apt caches, logs, summary.txt (/var/cache/skrull/images)
+#   SKRULL_IMAGE_OUT     OCI archives                 ($SKRULL_IMAGE_CACHE/oci)
 #   SKRULL_DEBIAN_MIRROR Debian mirror                (http://deb.debian.org/debian)
 #   SKRULL_DEBIAN_UPDATES yes: the base images' apt sources include SUITE-updates
 #                        and SUITE-security, as Debian's images do; no: the point
@@ -98,7 +98,8 @@ SLIM
 
 # commit_root ROOT NAME: a root directory -> local image NAME (no registry).
 commit_root() {
-  local ctr tarball="$cache/$(basename "$1").tar"
+  local ctr tarball
+  tarball="$cache/$(basename "$1").tar"
   tar --numeric-owner -C "$1" -cf "$tarball" .
   ctr="$(bh from scratch)"
   bh add "$ctr" "$tarball" / >/dev/null
@@ -224,12 +225,14 @@ check_hygiene() {
     [ -n "$(bh inspect --type image --format "{{index .OCIv1.Config.Labels \"org.opencontainers.image.$label\"}}" "$image")" ] ||
       { log "$1: no org.opencontainers.image.$label label"; return 1; }
   done
+  # shellcheck disable=SC2016  # expanded inside the image
   run_in "$image" --user 0:0 -- sh -c '
     for c in cc gcc g++ c++ clang clang++ nvcc; do
       command -v "$c" >/dev/null && { echo "a compiler in the runtime image: $(command -v "$c")"; exit 1; }
     done
     ls /var/cache/apt/archives/*.deb >/dev/null 2>&1 && { echo "leftover .deb files"; exit 1; }
     [ -z "$(ls /var/lib/apt/lists 2>/dev/null | grep -v -e ^lock$ -e ^partial$)" ] || { echo "leftover apt lists"; exit 1; }
+    ls /var/cache/apt/*.bin >/dev/null 2>&1 && { echo "leftover apt caches /var/cache/apt/*.bin"; exit 1; }
     exit 0' || { log "$1: hygiene check failed"; return 1; }
 }
 
@@ -248,10 +251,24 @@ smoke_controller() {
   fi
   wrap="$(mktemp -d /tmp/skrull-image-smoke.XXXXXX)"
   ctr="$(bh from --pull=never -q "${IMAGE[controller]}")"
+  # buildah run answers SIGTERM by killing its command, so the wrapper hands
+  # the test's SIGTERM to skrull-controller itself (a process of this machine:
+  # chroot isolation has no PID namespace) and exits with its exit status.
   cat >"$wrap/skrull-controller" <<WRAP
-#!/bin/sh
-exec buildah --storage-driver vfs run --isolation chroot --volume /tmp:/tmp \
-  --env POD_NAMESPACE="\$POD_NAMESPACE" --env POD_NAME="\$POD_NAME" $ctr skrull-controller "\$@"
+#!/bin/bash
+buildah --storage-driver vfs run --isolation chroot --volume /tmp:/tmp \
+  --env POD_NAMESPACE="\$POD_NAMESPACE" --env POD_NAME="\$POD_NAME" $ctr skrull-controller "\$@" &
+run=\$!
+descendants() { local c; for c in \$(ps -o pid= --ppid "\$1"); do echo "\$c"; descendants "\$c"; done; }
+forward() {
+  local p
+  for p in \$(descendants "\$run"); do
+    [ "\$(tr '\\0' '\\n' </proc/\$p/cmdline 2>/dev/null | head -n 1)" = skrull-controller ] && kill -TERM "\$p"
+  done
+}
+trap forward TERM INT
+while :; do wait "\$run"; rc=\$?; kill -0 "\$run" 2>/dev/null || break; done
+exit "\$rc"
 WRAP
   chmod +x "$wrap/skrull-controller"
   SKRULL_BIN_DIR="$wrap" "$test_bin" \
@@ -299,6 +316,7 @@ JOB
 # smoke_trainer_cuda: the CPU smoke test, and ldd of skrull-trainer clean apart
 # from the driver's libraries (the NVIDIA container runtime brings those).
 smoke_trainer_cuda() {
+  # shellcheck disable=SC2016  # expanded inside the image
   run_in "${IMAGE[trainer]}" -- sh -c '
     ldd /usr/local/bin/skrull-trainer | grep -E "libtorch_cuda|libnccl|libcudart|libcudnn"
     missing="$(ldd /usr/local/bin/skrull-trainer | awk "/not found/ { print \$1 }" |
@@ -317,9 +335,9 @@ archive() {
   bh push -q "${IMAGE[$1]}" "oci-archive:$out/$1.oci.tar:${IMAGE[$1]}" >/dev/null
 }
 
-size_mb() {  # the image's size as buildah reports it, in MB (10^6 bytes)
-  bh inspect --type image --format '{{.Size}}' "${IMAGE[$1]}" 2>/dev/null |
-    awk '{ printf "%.0f", $1 / 1e6 }'
+size_mb() {  # the image's size as `buildah images` reports it, in MB (10^6 bytes)
+  bh images --format '{{.Size}}' "${IMAGE[$1]}" 2>/dev/null |
+    awk '$2 == "MB" { printf "%.0f", $1 } $2 == "GB" { printf "%.0f", $1 * 1000 }'
 }
 
 main() {
