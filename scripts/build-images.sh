@@ -261,9 +261,10 @@ buildah --storage-driver vfs run --isolation chroot --volume /tmp:/tmp \
 run=\$!
 descendants() { local c; for c in \$(ps -o pid= --ppid "\$1"); do echo "\$c"; descendants "\$c"; done; }
 forward() {
-  local p
+  local p argv0
   for p in \$(descendants "\$run"); do
-    [ "\$(tr '\\0' '\\n' </proc/\$p/cmdline 2>/dev/null | head -n 1)" = skrull-controller ] && kill -TERM "\$p"
+    argv0="\$(tr '\\0' '\\n' </proc/\$p/cmdline 2>/dev/null | head -n 1)"
+    [ "\${argv0##*/}" = skrull-controller ] && kill -TERM "\$p"
   done
 }
 trap forward TERM INT
