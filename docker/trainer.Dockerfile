@@ -1,73 +1,81 @@
 # syntax=docker/dockerfile:1
-# The GPU trainer: CUDA libtorch + NCCL from the PyTorch pip wheel, built in
-# nvidia/cuda devel and run on nvidia/cuda base (docker/README.md).
+# The GPU trainer: Debian 13's PyTorch 2.6 for CUDA 12.4 with NCCL (contrib /
+# non-free: libtorch-cuda-dev, libnccl-dev, nvidia-cuda-toolkit), the build
+# scripts/check-gpu-build.sh compiles and tests. Built on debian:13, run on
+# debian:13-slim; the chart's default trainer image.
 #
 #   docker build -f docker/trainer.Dockerfile -t ghcr.io/skrull/trainer:0.1.0 .
 #
-# Why the pip wheel (not the libtorch zip, not NGC): one pinned version that
-# brings matching CUDA, cuDNN and NCCL libraries (the nvidia-*-cu12 wheels),
-# CMake files found through torch.utils.cmake_prefix_path, and since torch 2.7
-# the C++11 ABI that Ubuntu's yaml-cpp / cpprest / prometheus-cpp use (checked
-# below). NGC's nvcr.io/nvidia/pytorch works the same way if you prefer its
-# tuned NCCL: set BUILD_IMAGE to it and skip the pip install.
-#
-# Build arguments:
-#   CUDA_VERSION   CUDA of the nvidia/cuda images; the host driver must support it
-#   UBUNTU         Ubuntu of the nvidia/cuda images (24.04: prometheus-cpp in apt)
-#   TORCH_VERSION  torch wheel version (>= 2.7 for the C++11 ABI)
-#   TORCH_INDEX    wheel index for that CUDA (cu126 = CUDA 12.6)
-#   CUDA_ARCHS     GPU architectures for torch's CMake (8.0 = A100, 9.0 = H100)
-#
-# Not built here (no Docker engine in this workplace): see docker/README.md.
+# cuDNN (libtorch_cuda needs libcudnn.so.9): Debian's nvidia-cudnn downloads it
+# from NVIDIA while installing. Offline, give it as an image holding
+# /cudnn/libcudnn*.so.9: --build-arg CUDNN_IMAGE=that-image (docker/README.md).
+# Built and smoke-tested by scripts/build-images.sh. The PyTorch-wheel build on
+# nvidia/cuda is docker/trainer-wheel.Dockerfile.
 
-ARG CUDA_VERSION=12.6.3
-ARG UBUNTU=24.04
+ARG DEBIAN_IMAGE=debian:13
+ARG CUDNN_IMAGE=cudnn-download
 
-FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU} AS build
-ARG TORCH_VERSION=2.7.1
-ARG TORCH_INDEX=https://download.pytorch.org/whl/cu126
-ARG CUDA_ARCHS="8.0;9.0"
-ENV DEBIAN_FRONTEND=noninteractive
-RUN apt-get update && apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build pkg-config git ca-certificates python3 python3-venv \
-      libyaml-cpp-dev libcpprest-dev prometheus-cpp-dev nlohmann-json3-dev \
+# No cuDNN given: nvidia-cudnn downloads it (needs NVIDIA's site).
+FROM ${DEBIAN_IMAGE} AS cudnn-download
+RUN mkdir /cudnn
+FROM ${CUDNN_IMAGE} AS cudnn
+
+FROM ${DEBIAN_IMAGE} AS build
+COPY docker/apt-install.sh /usr/local/lib/skrull/apt-install.sh
+COPY --from=cudnn /cudnn /tmp/cudnn
+RUN sh /usr/local/lib/skrull/apt-install.sh /tmp/cudnn \
+      libtorch-cuda-dev libgloo-cuda-dev libnccl-dev nvidia-cuda-toolkit \
+      build-essential cmake ninja-build pkg-config ca-certificates ccache libopenblas0-openmp \
+      libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev \
       libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev \
- && rm -rf /var/lib/apt/lists/*
-RUN python3 -m venv /opt/torch \
- && /opt/torch/bin/pip install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}" \
- && /opt/torch/bin/python -c "import sys, torch; sys.exit(0 if torch.compiled_with_cxx11_abi() else 'torch ' + torch.__version__ + ' uses the pre-C++11 ABI: use TORCH_VERSION >= 2.7')"
+ && rm -rf /var/lib/apt/lists/* /tmp/cudnn
 COPY . /src
 WORKDIR /src
-RUN TORCH_CUDA_ARCH_LIST="${CUDA_ARCHS}" cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DSKRULL_WITH_CUDA=ON \
-      -DCMAKE_PREFIX_PATH="$(/opt/torch/bin/python -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
+# scripts/check-gpu-build.sh's flags and layout (/src -> /build, RelWithDebInfo,
+# -Werror), so the ccache its builds fill hits; the binary is stripped of its
+# debug information below. CCACHE_DIR: a cache mount here (BuildKit, buildah);
+# scripts/build-images.sh can point it at another cache.
+ARG CCACHE_DIR=/ccache
+RUN --mount=type=cache,target=/ccache \
+    export CCACHE_DIR="${CCACHE_DIR}" CCACHE_BASEDIR=/ CCACHE_NOHASHDIR=1 \
+      CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime \
+ && cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKRULL_WERROR=ON \
+      -DSKRULL_WITH_CUDA=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
       -DSKRULL_BUILD_TESTS=OFF -DSKRULL_BUILD_BENCHMARKS=OFF \
  && cmake --build /build --target skrull-trainer \
- && sh docker/runtime-packages.sh /build/bin/skrull-trainer > /build/runtime-packages.txt \
- && site="$(/opt/torch/bin/python -c 'import site;print(site.getsitepackages()[0])')" \
- && mkdir -p /runtime/torch /runtime/nvidia \
- && cp -a "$site/torch/lib" /runtime/torch/ \
- && cp -a "$site/nvidia/." /runtime/nvidia/
+ && mkdir -p /out/cudnn \
+ && objcopy --strip-debug /build/bin/skrull-trainer /out/skrull-trainer \
+ && sh docker/runtime-packages.sh /out/skrull-trainer > /out/runtime-packages.txt \
+ && { cp -L /usr/local/lib/skrull-cudnn/libcudnn*.so.9 /out/cudnn/ 2>/dev/null || true; } \
+ && rm -rf /build
 
-FROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu${UBUNTU}
-ENV DEBIAN_FRONTEND=noninteractive
-COPY --from=build /build/runtime-packages.txt /tmp/runtime-packages.txt
-RUN apt-get update \
- && xargs -a /tmp/runtime-packages.txt apt-get install -y --no-install-recommends \
- && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt
-# libtorch and the CUDA, cuDNN and NCCL libraries of its wheels, in the same
-# layout as site-packages so their RUNPATHs ($ORIGIN/../../nvidia/...) hold;
-# ld.so.conf covers the binary itself.
-COPY --from=build /runtime /opt/torch
-RUN { echo /opt/torch/torch/lib; ls -d /opt/torch/nvidia/*/lib; } > /etc/ld.so.conf.d/skrull-torch.conf \
- && ldconfig
-COPY --from=build /build/bin/skrull-trainer /usr/local/bin/skrull-trainer
+FROM ${DEBIAN_IMAGE}-slim
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG SOURCE=https://github.com/skrull/skrull
+LABEL org.opencontainers.image.title="skrull-trainer" \
+      org.opencontainers.image.description="Skrull trainer: Debian 13 PyTorch 2.6 CUDA 12.4, NCCL" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+COPY docker/apt-install.sh /usr/local/lib/skrull/apt-install.sh
+COPY --from=build /out/runtime-packages.txt /tmp/runtime-packages.txt
+COPY --from=build /out/cudnn /tmp/cudnn
+# The packages owning the binary's libraries, computed from it (libtorch-cuda-2.6,
+# libnccl2, the CUDA runtime libraries, ...). Their dependencies bring Debian's
+# NVIDIA driver library (libcuda1); it is removed again: the NVIDIA container
+# runtime injects the host driver's libcuda.so.1 and libnvidia-ml.so.1, and a
+# second copy in the image could shadow it.
+RUN sh /usr/local/lib/skrull/apt-install.sh /tmp/cudnn $(cat /tmp/runtime-packages.txt) \
+ && if dpkg -s libcuda1 >/dev/null 2>&1; then dpkg --remove --force-depends libcuda1; fi \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /tmp/runtime-packages.txt /tmp/cudnn
+COPY --from=build /out/skrull-trainer /usr/local/bin/skrull-trainer
 COPY docker/check-libs.sh /usr/local/lib/skrull/check-libs.sh
-# libcuda / libnvidia-ml come from the host driver at run time.
 RUN sh /usr/local/lib/skrull/check-libs.sh /usr/local/bin/skrull-trainer '^lib(cuda|nvidia-ml)\.so' \
  && groupadd --gid 65532 skrull \
  && useradd --uid 65532 --gid 65532 --create-home --shell /usr/sbin/nologin skrull
-ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+ENV NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility \
     NCCL_DEBUG=WARN \
     OMP_NUM_THREADS=1
 USER 65532:65532

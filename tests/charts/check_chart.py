@@ -21,6 +21,7 @@ import tarfile
 import tempfile
 
 from check_crd import check_crd_definition, check_jobs
+from check_images import check_image_defaults
 from check_values import check_lint, check_values_docs
 from crd_schema import SchemaValidator, load_k8s_yaml, load_k8s_yaml_all, node_cel_runner
 
@@ -729,6 +730,11 @@ def check_package(c, helm):
         )
 
 
+def chart_app_version():
+    with open(os.path.join(CHART, "Chart.yaml")) as f:
+        return load_k8s_yaml(f.read())["appVersion"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--helm", required=True)
@@ -740,6 +746,7 @@ def main():
     print(f"helm {version}; chart {os.path.relpath(CHART, ROOT)}")
     check_lint(c, helm, CHART, VALUES_ALL)
     check_defaults(c, helm)
+    check_image_defaults(c, helm.render(), ROOT, chart_app_version())
     check_all_values(c, helm)
     check_cluster_wide(c, helm)
     check_toggles(c, helm)
