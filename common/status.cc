@@ -14,6 +14,8 @@ const char* StatusCodeName(StatusCode code) {
       return "FAILED_PRECONDITION";
     case StatusCode::kResourceExhausted:
       return "RESOURCE_EXHAUSTED";
+    case StatusCode::kOutOfMemory:
+      return "OUT_OF_MEMORY";
     case StatusCode::kIoError:
       return "IO_ERROR";
     case StatusCode::kUnavailable:

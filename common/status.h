@@ -24,6 +24,7 @@ enum class StatusCode {
   kNotFound,            // a file or resource that should exist does not
   kFailedPrecondition,  // input is well-formed but cannot be served (e.g. too long)
   kResourceExhausted,   // memory / BucketSize would be exceeded
+  kOutOfMemory,         // an allocation failed (the CUDA caching allocator ran out)
   kIoError,             // the OS refused a read/write
   kUnavailable,         // a peer or service did not answer (rendezvous, HTTP)
   kInternal,            // a bug surfaced as an error at a boundary (e.g. libtorch threw)
@@ -63,6 +64,9 @@ inline Status FailedPreconditionError(std::string m) {
 }
 inline Status ResourceExhaustedError(std::string m) {
   return Status(StatusCode::kResourceExhausted, std::move(m));
+}
+inline Status OutOfMemoryError(std::string m) {
+  return Status(StatusCode::kOutOfMemory, std::move(m));
 }
 inline Status IoError(std::string m) { return Status(StatusCode::kIoError, std::move(m)); }
 inline Status UnavailableError(std::string m) {

@@ -4,6 +4,7 @@
 
 #include "controller/reconcile/json_fields.h"
 #include "controller/reconcile/names.h"
+#include "trainer/metrics/oom_record.h"
 
 namespace skrull::controller {
 namespace {
@@ -51,9 +52,19 @@ struct PodView {
 
   bool Terminal() const { return phase == kPodSucceeded || phase == kPodFailed; }
   bool Live() const { return !deleting && !Terminal(); }
+  // The kernel's OOM killer (OOMKilled, 137), or the trainer's own exit
+  // status after a CUDA out-of-memory error (trainer/metrics/oom_record.h).
   bool DiedOfMemory() const {
-    return phase == kPodFailed && (failure.find("OOMKilled") != std::string::npos ||
-                                   failure.rfind("exit code 137", 0) == 0);
+    return phase == kPodFailed &&
+           (failure.find("OOMKilled") != std::string::npos ||
+            failure.rfind("exit code 137", 0) == 0 || ExitedWith(metrics::kOutOfMemoryExitCode));
+  }
+  // failure is "exit code <code>", maybe followed by " (reason)" or ": message".
+  bool ExitedWith(int code) const {
+    const std::string prefix = "exit code " + std::to_string(code);
+    return failure.rfind(prefix, 0) == 0 &&
+           (failure.size() == prefix.size() || failure[prefix.size()] == ' ' ||
+            failure[prefix.size()] == ':');
   }
 };
 

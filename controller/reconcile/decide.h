@@ -63,8 +63,10 @@ struct AttemptEnd {
   int attempt = 0;
   int64_t bucket_size_tokens = 0;  // what the attempt ran with
   bool succeeded = false;
-  bool died_of_memory = false;  // a pod was OOMKilled (or exited 137, killed by SIGKILL)
-  std::string failure;          // "pod X failed: exit code 137 (OOMKilled)"; "" on success
+  // A pod was OOMKilled (or exited 137, killed by SIGKILL), or the trainer
+  // exited 3 after a CUDA out-of-memory error.
+  bool died_of_memory = false;
+  std::string failure;  // "pod X failed: exit code 137 (OOMKilled)"; "" on success
   Clock::time_point ended;
 };
 

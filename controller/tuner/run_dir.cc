@@ -12,6 +12,7 @@
 
 #include "common/file_util.h"
 #include "common/json_fields.h"
+#include "trainer/metrics/oom_record.h"
 
 namespace skrull::tuner {
 namespace {
@@ -119,6 +120,41 @@ std::string LineContaining(const std::string& text, const char* needle) {
     start = end + 1;
   }
   return "";
+}
+
+// The files of `dir` named `rank0_name` (rank 0) or <prefix><r><suffix>
+// (rank r), ascending rank.
+std::vector<std::string> RankFiles(const std::string& dir, const std::string& rank0_name,
+                                   const std::string& prefix, const std::string& suffix) {
+  std::vector<std::pair<int, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == rank0_name) {
+      found.emplace_back(0, entry.path().string());
+      continue;
+    }
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string digits =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+    found.emplace_back(std::stoi(digits), entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+// "rank 1: out of memory at step 3 on cuda:1 (<path>: <message>)".
+std::string DescribeOutOfMemory(const RankOutOfMemory& oom) {
+  return "rank " + std::to_string(oom.rank) + ": out of memory " +
+         (oom.step >= 0 ? "at step " + std::to_string(oom.step) : std::string("while setting up")) +
+         (oom.device.empty() ? "" : " on " + oom.device) + " (" + oom.path + ": " + oom.message +
+         ")";
 }
 
 }  // namespace
@@ -243,27 +279,38 @@ StatusOr<std::vector<StepMemory>> ParseMetricsJsonl(const std::string& text,
 }
 
 std::vector<std::string> MetricsFiles(const std::string& output_dir) {
-  std::vector<std::pair<int, std::string>> found;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(output_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name == "metrics.jsonl") {
-      found.emplace_back(0, entry.path().string());
-      continue;
-    }
-    const std::string prefix = "metrics-rank", suffix = ".jsonl";
-    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
-      continue;
-    }
-    const std::string digits =
-        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
-    found.emplace_back(std::stoi(digits), entry.path().string());
+  return RankFiles(output_dir, "metrics.jsonl", "metrics-rank", ".jsonl");
+}
+
+StatusOr<RankOutOfMemory> ParseOutOfMemoryRecord(const std::string& text, const std::string& path) {
+  SKRULL_ASSIGN_OR_RETURN(const json j, ParseObject(text, path));
+  const JsonFields f(j, path);
+  SKRULL_ASSIGN_OR_RETURN(int64_t schema, f.RequiredInt("schema"));
+  if (schema != metrics::kOomRecordSchema) {
+    return InvalidArgumentError(path + ": schema " + std::to_string(schema) +
+                                " is not supported (this controller reads schema " +
+                                std::to_string(metrics::kOomRecordSchema) +
+                                "); use a controller as new as the trainer");
   }
-  std::sort(found.begin(), found.end());
-  std::vector<std::string> out;
-  for (auto& f : found) out.push_back(std::move(f.second));
+  RankOutOfMemory oom;
+  oom.path = path;
+  SKRULL_ASSIGN_OR_RETURN(int64_t rank, f.RequiredInt("rank", 0, INT32_MAX));
+  oom.rank = static_cast<int>(rank);
+  SKRULL_ASSIGN_OR_RETURN(oom.step, f.RequiredInt("step", -1));
+  SKRULL_ASSIGN_OR_RETURN(oom.device, f.OptionalString("device"));
+  SKRULL_ASSIGN_OR_RETURN(oom.bucket_size_tokens, f.OptionalInt("bucket_size_tokens", 0, 0));
+  SKRULL_ASSIGN_OR_RETURN(oom.message, f.OptionalString("message"));
+  return oom;
+}
+
+StatusOr<std::vector<RankOutOfMemory>> ReadOutOfMemoryRecords(const std::string& output_dir) {
+  std::vector<RankOutOfMemory> out;
+  for (const std::string& file :
+       RankFiles(output_dir, metrics::OomRecordFileName(0), "oom-rank", ".json")) {
+    SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(file));
+    SKRULL_ASSIGN_OR_RETURN(RankOutOfMemory oom, ParseOutOfMemoryRecord(text, file));
+    out.push_back(std::move(oom));
+  }
   return out;
 }
 
@@ -285,7 +332,9 @@ StatusOr<TuningInput> ReadRunDirectory(const std::string& output_dir,
   StatusOr<RunSummary> summary = ReadRunSummary(summary_path);
   if (!summary.ok() && summary.status().code() != StatusCode::kNotFound) return summary.status();
   const std::vector<std::string> files = MetricsFiles(output_dir);
-  if (!summary.ok() && files.empty()) {
+  SKRULL_ASSIGN_OR_RETURN(const std::vector<RankOutOfMemory> ooms,
+                          ReadOutOfMemoryRecords(output_dir));
+  if (!summary.ok() && files.empty() && ooms.empty()) {
     return NotFoundError(output_dir +
                          ": no summary.json and no metrics.jsonl; is this a skrull-trainer "
                          "output directory (spec.training.outputDir) of a run that started?");
@@ -322,6 +371,18 @@ StatusOr<TuningInput> ReadRunDirectory(const std::string& output_dir,
       input.failure = "rank " + std::to_string(f.rank) + ": " + f.description +
                       (evidence.empty() ? "" : "; " + evidence);
     }
+  }
+  // The trainer's own word that it ran out of memory, with where and how.
+  for (const RankOutOfMemory& oom : ooms) {
+    input.died_of_memory = true;
+    if (input.bucket_size_tokens <= 0) input.bucket_size_tokens = oom.bucket_size_tokens;
+    if (device[oom.rank].empty()) device[oom.rank] = oom.device;
+  }
+  if (!ooms.empty()) {
+    const std::string what =
+        DescribeOutOfMemory(ooms.front()) +
+        (ooms.size() > 1 ? " and " + std::to_string(ooms.size() - 1) + " more rank(s)" : "");
+    input.failure = input.failure.empty() ? what : input.failure + "; " + what;
   }
   if (options.procs_per_node > 0) procs_per_node = options.procs_per_node;
   // The steps say what was in force when the summary has no figures (a

@@ -8,6 +8,8 @@
 //                        single-process run, the trainer's own summary
 //   metrics.jsonl        rank 0's steps, one JSON object per line (schema 1)
 //   metrics-rank<r>.jsonl   rank r's steps
+//   oom.json, oom-rank<r>.json   the out-of-memory record of a rank that ran
+//                        out of device memory (trainer/metrics/oom_record.h)
 // The controller does not link the trainer: these readers take only the
 // fields they need, by name, and ignore the rest, so fields can be added to
 // the files without breaking them.
@@ -110,6 +112,26 @@ std::vector<std::string> MetricsFiles(const std::string& output_dir);
 // it unprompted (the launcher's own kills are not failures).
 std::string MemoryFailureEvidence(int signal, const std::string& log_tail);
 
+// The parts of an out-of-memory record (trainer/metrics/oom_record.h) the
+// tuner uses.
+struct RankOutOfMemory {
+  std::string path;  // the file read
+  int rank = 0;
+  int64_t step = -1;  // -1: while setting up
+  std::string device;
+  int64_t bucket_size_tokens = 0;
+  std::string message;
+};
+
+// Parses an out-of-memory record's text; `path` names the file in errors
+// ("<path>: step: must be an integer (got \"x\")", "<path>: schema 2 is not
+// supported ...").
+StatusOr<RankOutOfMemory> ParseOutOfMemoryRecord(const std::string& text, const std::string& path);
+
+// The out-of-memory records of a run directory, rank 0 first: oom.json and
+// oom-rank<r>.json, ascending r. Empty when no rank ran out of memory.
+StatusOr<std::vector<RankOutOfMemory>> ReadOutOfMemoryRecords(const std::string& output_dir);
+
 struct RunDirOptions {
   // Ranks per node, which share host memory on CPU. 0 = summary.json's
   // procs_per_node, or without one the number of ranks with metrics.
@@ -118,7 +140,11 @@ struct RunDirOptions {
 
 // Builds the tuner's input from a finished run: steps and capacity from the
 // metrics files, BucketSize, roll-backs, device and failure from summary.json
-// (the BucketSize from the last step when the summary has none).
+// (the BucketSize from the last step when the summary has none). An
+// out-of-memory record makes the run one that died of memory (the tuner's
+// step-down rule), whatever else the summary says; it also gives the
+// BucketSize and device when the summary does not (a single-process run
+// writes no summary when it fails).
 // On CPU (device "cpu" in the ranks' summaries; with no rank summary at all,
 // assumed, since the trainer reports a capacity on CPU only) capacity is host
 // memory that the node's ranks share, so each rank gets capacity /
@@ -127,7 +153,8 @@ struct RunDirOptions {
 // them, which is right as long as the job's model, parallelism and precision
 // did not change. A summary without metrics files is fine (a run that died of
 // memory before its first step). Errors from the files, with their paths;
-// NotFound when neither summary.json nor any metrics file exists.
+// NotFound when there is no summary.json, metrics file or out-of-memory
+// record.
 StatusOr<TuningInput> ReadRunDirectory(const std::string& output_dir,
                                        const RunDirOptions& options = {});
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -132,6 +133,12 @@ TEST_F(TrainerMainTest, LaunchesTheRanksTrainsAndAggregates) {
   }
   EXPECT_EQ(j["steps"], 3);
   EXPECT_EQ(j["final_loss"], j["ranks"][0]["summary"]["final_loss"]);
+  // Memory is per rank: the job's peaks are the largest rank's.
+  for (const char* key : {"peak_memory_bytes", "peak_memory_allocated_bytes"}) {
+    EXPECT_EQ(j[key], std::max(j["ranks"][0]["summary"][key].get<int64_t>(),
+                               j["ranks"][1]["summary"][key].get<int64_t>()))
+        << key;
+  }
   EXPECT_TRUE(fs::exists(out + "/checkpoints/latest"));
 }
 

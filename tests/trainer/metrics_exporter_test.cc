@@ -77,6 +77,7 @@ TEST(TrainerMetrics, RegistersEveryContractFamilyWithItsTypeBeforeAnyStep) {
       {kHfuRatio, "gauge"},
       {kPeakFlopsPerSecond, "gauge"},
       {kMemoryPeakBytes, "gauge"},
+      {kMemoryPeakAllocatedBytes, "gauge"},
       {kMemoryCapacityBytes, "gauge"},
       {kBucketSizeTokens, "gauge"},
       {kRankTokensPeak, "gauge"},
@@ -160,6 +161,7 @@ TEST(TrainerMetrics, GaugesTakeTheLastStepAndDerivedRates) {
   r.hardware_flops = 1e15;
   r.peak_flops_per_second = 1e15;
   r.memory_peak_bytes = 123456789012;
+  r.memory_peak_allocated_bytes = 98765432109;
   r.rank_tokens_peak = 777;
   r.bucket_size_tokens = 4096;
   ASSERT_TRUE(m->RecordStep(r).ok());
@@ -170,6 +172,7 @@ TEST(TrainerMetrics, GaugesTakeTheLastStepAndDerivedRates) {
   EXPECT_DOUBLE_EQ(Value(*m, kHfuRatio), 1e15 / 1.5 / 1e15);
   EXPECT_EQ(Value(*m, kPeakFlopsPerSecond), 1e15);
   EXPECT_EQ(Value(*m, kMemoryPeakBytes), 123456789012.0) << "printed exactly, not rounded";
+  EXPECT_EQ(Value(*m, kMemoryPeakAllocatedBytes), 98765432109.0);
   EXPECT_EQ(Value(*m, kMemoryCapacityBytes), static_cast<double>(r.memory_capacity_bytes));
   EXPECT_EQ(Value(*m, kRankTokensPeak), 777);
   EXPECT_EQ(Value(*m, kBucketSizeTokens), 4096);

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "common/file_util.h"
 #include "tests/trainer/metrics_testing.h"
 #include "trainer/metrics/metric_names.h"
@@ -67,6 +69,7 @@ void ExpectSameRecord(const StepRecord& a, const StepRecord& b) {
   EXPECT_EQ(a.rank_tokens_peak, b.rank_tokens_peak);
   EXPECT_EQ(a.bucket_size_tokens, b.bucket_size_tokens);
   EXPECT_EQ(a.memory_peak_bytes, b.memory_peak_bytes);
+  EXPECT_EQ(a.memory_peak_allocated_bytes, b.memory_peak_allocated_bytes);
   EXPECT_EQ(a.memory_capacity_bytes, b.memory_capacity_bytes);
   EXPECT_EQ(a.rollbacks.dacp, b.rollbacks.dacp);
   EXPECT_EQ(a.rollbacks.gds, b.rollbacks.gds);
@@ -135,6 +138,7 @@ TEST(StepLine, FormatParseFormatRoundTripsRandomRecords) {
     r.rank_tokens_peak = rng() % 200000;
     r.bucket_size_tokens = rng() % 200000;
     r.memory_peak_bytes = rng();
+    r.memory_peak_allocated_bytes = rng();
     r.memory_capacity_bytes = rng();
     r.rollbacks = {rng() % 10, rng() % 10, rng() % 10};
     r.local_sequences = rng() % 100;
@@ -165,6 +169,18 @@ TEST(StepLine, NanLossIsWrittenAsNull) {
   line.record = TestStepRecord(1);
   line.record.loss = NAN;
   EXPECT_NE(FormatStepLine(line).find("\"loss\":null"), std::string::npos);
+}
+
+// memory_peak_allocated_bytes came within schema 1: older lines still parse.
+TEST(StepLine, ALineWithoutTheAllocatedPeakReadsItAsZero) {
+  StepLine line;
+  line.record = TestStepRecord(1);
+  auto j = nlohmann::json::parse(FormatStepLine(line));
+  ASSERT_EQ(j.erase("memory_peak_allocated_bytes"), 1u);
+  StatusOr<StepLine> parsed = ParseStepLine(j.dump());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->record.memory_peak_allocated_bytes, 0u);
+  EXPECT_EQ(parsed->record.memory_peak_bytes, line.record.memory_peak_bytes);
 }
 
 TEST(StepLine, ParseErrorsNameTheField) {

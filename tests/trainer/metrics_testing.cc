@@ -46,6 +46,7 @@ metrics::StepRecord TestStepRecord(int64_t step) {
   r.rank_tokens_peak = 700;
   r.bucket_size_tokens = 800;
   r.memory_peak_bytes = 5ull << 30;
+  r.memory_peak_allocated_bytes = 4ull << 30;
   r.memory_capacity_bytes = 80ull << 30;
   r.rollbacks = {1, 2, 3};
   r.local_sequences = 7;

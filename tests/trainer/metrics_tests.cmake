@@ -24,6 +24,7 @@ skrull_test(metrics_unit_test
     ${_metrics_tests_dir}/metrics_concurrency_test.cc
     ${_metrics_tests_dir}/metrics_push_test.cc
     ${_metrics_tests_dir}/metrics_process_memory_test.cc
+    ${_metrics_tests_dir}/metrics_oom_record_test.cc
     ${_metrics_tests_dir}/metrics_dashboard_test.cc
   DEPS skrull_metrics_testing)
 

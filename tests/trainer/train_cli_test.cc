@@ -113,6 +113,8 @@ TEST(TrainerFlags, ExitCodesSeparateBadInputFromFailures) {
   EXPECT_EQ(ExitCodeFor(FailedPreconditionError("x")), 2);
   EXPECT_EQ(ExitCodeFor(IoError("x")), 1);
   EXPECT_EQ(ExitCodeFor(InternalError("x")), 1);
+  EXPECT_EQ(ExitCodeFor(OutOfMemoryError("x")), 3) << "distinct: the tuner steps down on it";
+  EXPECT_EQ(ExitCodeFor(ResourceExhaustedError("x")), 1) << "a plan over BucketSize is no OOM";
 }
 
 TEST(TrainerBinary, MissingJobFlagExits2WithUsage) {

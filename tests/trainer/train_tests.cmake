@@ -14,6 +14,10 @@ skrull_test(train_trainer_test
   SOURCES train_trainer_test.cc
   DEPS skrull_train
   TIMEOUT 600)
+# Device memory and the out-of-memory path on CPU (a fake allocator, the hook).
+skrull_test(train_device_memory_test
+  SOURCES train_device_memory_test.cc
+  DEPS skrull_train)
 skrull_test(train_cli_test
   SOURCES train_cli_test.cc
   DEPS skrull_train

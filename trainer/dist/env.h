@@ -36,6 +36,11 @@ inline constexpr char kGlooInterface[] = "SKRULL_GLOO_IFNAME";
 // Opaque id shared by the ranks of one launch (logs, metrics labels).
 inline constexpr char kRunId[] = "SKRULL_RUN_ID";
 
+// Test hook: every rank throws the CUDA out-of-memory error at this step
+// (TrainerOptions::out_of_memory_at_step), so the out-of-memory path (record,
+// exit status 3, the tuner's step-down) is tested on CPU. Unset in real runs.
+inline constexpr char kTestOutOfMemoryAtStep[] = "SKRULL_TEST_OOM_AT_STEP";
+
 // Standard variables the launcher sets for workers when the user did not.
 inline constexpr char kOmpNumThreads[] = "OMP_NUM_THREADS";
 

@@ -98,8 +98,10 @@ std::string RunSummaryJson(const LaunchOptions& options, const LaunchResult& res
     }
     break;
   }
-  if (auto it = stats.find("peak_memory_bytes"); it != stats.end()) {
-    j["peak_memory_bytes"] = static_cast<int64_t>(it->second.max);
+  for (const char* key : {"peak_memory_bytes", "peak_memory_allocated_bytes"}) {
+    if (auto it = stats.find(key); it != stats.end()) {
+      j[key] = static_cast<int64_t>(it->second.max);
+    }
   }
   json agg = json::object();
   for (const auto& [key, s] : stats) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -87,6 +88,20 @@ Status CheckOutputDirs(const api::JobSpec& job, const TrainerCommandLine& cl, co
   return CheckOutputDirUsable(job.training.output_dir, origin);
 }
 
+// The out-of-memory test hook's step (env::kTestOutOfMemoryAtStep); -1 unset.
+StatusOr<int64_t> OutOfMemoryTestStep(const EnvMap& env) {
+  const auto it = env.find(env::kTestOutOfMemoryAtStep);
+  if (it == env.end() || it->second.empty()) return int64_t{-1};
+  char* end = nullptr;
+  const long long step = std::strtoll(it->second.c_str(), &end, 10);
+  if (*end != '\0' || step < 0) {
+    return InvalidArgumentError(std::string(env::kTestOutOfMemoryAtStep) +
+                                ": must be a step number >= 0 (got \"" + it->second +
+                                "\"); it is a test hook: unset it to train");
+  }
+  return static_cast<int64_t>(step);
+}
+
 }  // namespace
 
 StatusOr<TrainerCommandLine> ParseTrainerCommandLine(const std::vector<std::string>& args) {
@@ -168,6 +183,9 @@ int TrainerMain(int argc, char** argv, char** envp) {
   options.device = flags.device;
   options.stop_after_steps = flags.stop_after_steps;
   options.serve_metrics = flags.serve_metrics;
+  StatusOr<int64_t> oom_step = OutOfMemoryTestStep(env);
+  if (!oom_step.ok()) return Fail(oom_step.status());
+  options.out_of_memory_at_step = *oom_step;
 
   if (!rank_env->has_value()) {
     if (job->parallelism.WorldSize() == 1) {

@@ -51,8 +51,9 @@ std::string TrainerCommandLineUsage();
 // flag, variable or field that gave `dir`) and the fix otherwise.
 Status CheckOutputDirUsable(const std::string& dir, const std::string& origin);
 
-// Returns the process exit code (trainer_cli.h: 0 ok, 2 bad input, 1 other;
-// a launcher returns the failed rank's code, or 128 + signal).
+// Returns the process exit code (trainer_cli.h: 0 ok, 2 bad input, 3 out of
+// memory, 1 other; a launcher returns the failed rank's code, or 128 +
+// signal).
 int TrainerMain(int argc, char** argv, char** envp);
 
 }  // namespace skrull::dist

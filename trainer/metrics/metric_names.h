@@ -37,6 +37,7 @@ inline constexpr char kMfuRatio[] = "skrull_mfu_ratio";
 inline constexpr char kHfuRatio[] = "skrull_hfu_ratio";
 inline constexpr char kPeakFlopsPerSecond[] = "skrull_peak_flops_per_second";
 inline constexpr char kMemoryPeakBytes[] = "skrull_memory_peak_bytes";
+inline constexpr char kMemoryPeakAllocatedBytes[] = "skrull_memory_peak_allocated_bytes";
 inline constexpr char kMemoryCapacityBytes[] = "skrull_memory_capacity_bytes";
 inline constexpr char kBucketSizeTokens[] = "skrull_bucket_size_tokens";
 inline constexpr char kRankTokensPeak[] = "skrull_rank_tokens_peak";

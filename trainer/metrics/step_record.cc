@@ -84,6 +84,7 @@ std::string FormatStepLine(const StepLine& line) {
   j["rank_tokens_peak"] = r.rank_tokens_peak;
   j["bucket_size_tokens"] = r.bucket_size_tokens;
   j["memory_peak_bytes"] = r.memory_peak_bytes;
+  j["memory_peak_allocated_bytes"] = r.memory_peak_allocated_bytes;
   j["memory_capacity_bytes"] = r.memory_capacity_bytes;
   j["rollbacks_dacp"] = r.rollbacks.dacp;
   j["rollbacks_gds"] = r.rollbacks.gds;
@@ -146,6 +147,9 @@ StatusOr<StepLine> ParseStepLine(std::string_view text) {
   SKRULL_ASSIGN_OR_RETURN(r.rank_tokens_peak, f.RequiredUint("rank_tokens_peak"));
   SKRULL_ASSIGN_OR_RETURN(r.bucket_size_tokens, f.RequiredUint("bucket_size_tokens"));
   SKRULL_ASSIGN_OR_RETURN(r.memory_peak_bytes, f.RequiredUint("memory_peak_bytes"));
+  // Added within schema 1: lines from older trainers have none.
+  SKRULL_ASSIGN_OR_RETURN(r.memory_peak_allocated_bytes,
+                          f.OptionalUint("memory_peak_allocated_bytes", 0));
   SKRULL_ASSIGN_OR_RETURN(r.memory_capacity_bytes, f.RequiredUint("memory_capacity_bytes"));
   SKRULL_ASSIGN_OR_RETURN(r.rollbacks.dacp, f.RequiredUint("rollbacks_dacp"));
   SKRULL_ASSIGN_OR_RETURN(r.rollbacks.gds, f.RequiredUint("rollbacks_gds"));

@@ -48,9 +48,13 @@ struct StepRecord {
   double step_seconds = 0;       // wall time of the step on this rank
   double scheduler_seconds = 0;  // time spent planning this step (scheduler::Plan)
   PhaseSeconds phase_seconds;
-  uint64_t rank_tokens_peak = 0;       // most tokens this rank held in one micro-batch this step
-  uint64_t bucket_size_tokens = 0;     // the BucketSize bound in force
-  uint64_t memory_peak_bytes = 0;      // device (or host, on CPU) memory peak as measured
+  uint64_t rank_tokens_peak = 0;    // most tokens this rank held in one micro-batch this step
+  uint64_t bucket_size_tokens = 0;  // the BucketSize bound in force
+  // The step's memory peak. CUDA: the caching allocator's reserved bytes
+  // (what an out-of-memory error runs into) and the bytes held by tensors;
+  // CPU: the process's peak RSS for both.
+  uint64_t memory_peak_bytes = 0;
+  uint64_t memory_peak_allocated_bytes = 0;
   uint64_t memory_capacity_bytes = 0;  // device (or host) memory capacity
   RollbackCounts rollbacks;            // roll-backs taken while planning / running this step
   uint64_t local_sequences = 0;        // sequences this rank ran whole (not CP-sharded)

@@ -138,6 +138,7 @@ struct TrainerMetrics::Impl {
   Gauge* hfu = nullptr;
   Gauge* peak_flops = nullptr;
   Gauge* memory_peak = nullptr;
+  Gauge* memory_peak_allocated = nullptr;
   Gauge* memory_capacity = nullptr;
   Gauge* bucket_size = nullptr;
   Gauge* rank_tokens_peak = nullptr;
@@ -224,8 +225,12 @@ struct TrainerMetrics::Impl {
                        "Dense peak FLOP/s of the rank's device in the hardware profile (the MFU "
                        "denominator).");
     memory_peak = gauge(kMemoryPeakBytes,
-                        "Peak device memory in use during the last step (host RSS high-water mark "
-                        "on CPU runs).");
+                        "Peak device memory of the last step: the CUDA caching allocator's "
+                        "reserved bytes (host RSS high-water mark on CPU runs).");
+    memory_peak_allocated =
+        gauge(kMemoryPeakAllocatedBytes,
+              "Peak device memory held by tensors in the last step: the CUDA caching "
+              "allocator's allocated bytes (host RSS high-water mark on CPU runs).");
     memory_capacity = gauge(kMemoryCapacityBytes, "Device (or host) memory capacity of the rank.");
     bucket_size = gauge(kBucketSizeTokens, "BucketSize in force: most tokens a rank may hold.");
     rank_tokens_peak = gauge(kRankTokensPeak,
@@ -320,6 +325,7 @@ Status TrainerMetrics::RecordStep(const StepRecord& r) {
     m.hfu->Set(rates.hfu);
     m.peak_flops->Set(r.peak_flops_per_second);
     m.memory_peak->Set(static_cast<double>(r.memory_peak_bytes));
+    m.memory_peak_allocated->Set(static_cast<double>(r.memory_peak_allocated_bytes));
     m.memory_capacity->Set(static_cast<double>(r.memory_capacity_bytes));
     m.bucket_size->Set(static_cast<double>(r.bucket_size_tokens));
     m.rank_tokens_peak->Set(static_cast<double>(r.rank_tokens_peak));

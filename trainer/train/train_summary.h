@@ -49,7 +49,10 @@ struct TrainSummary {
   int rank = 0;
   int world_size = 1;
   std::string device;
-  uint64_t peak_memory_bytes = 0;  // this rank's device (or host RSS) peak
+  // This rank's memory peak over the run's steps: CUDA, the caching
+  // allocator's reserved and allocated bytes; CPU, the peak RSS for both.
+  uint64_t peak_memory_bytes = 0;
+  uint64_t peak_memory_allocated_bytes = 0;
   RollbackTotals rollbacks;
   // Where this rank's step time went, summed over this invocation's steps
   // (metrics.jsonl has each step's split; docs/metrics.md how it is measured).

@@ -20,7 +20,7 @@
 #include "scheduler/policy.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/sampler.h"
-#include "trainer/metrics/process_memory.h"
+#include "trainer/metrics/oom_record.h"
 #include "trainer/metrics/trainer_metrics.h"
 #include "trainer/model/model.h"
 #include "trainer/model/torch_compat.h"
@@ -55,9 +55,13 @@ class Run {
         options_(options),
         log_(options.log != nullptr ? *options.log : std::cerr) {}
 
+  // Trains; an out-of-memory error becomes the out-of-memory record and an
+  // OutOfMemory status.
   StatusOr<TrainSummary> Go();
 
  private:
+  StatusOr<TrainSummary> Train();
+  Status OutOfMemory(const std::string& what);
   Status Setup();
   Status SetupDevice();
   Status SetupModel();
@@ -95,7 +99,10 @@ class Run {
   void Notice(const std::string& line) {
     if (layout_.rank() == 0) log_ << "[skrull] " << line << std::endl;
   }
-  uint64_t PeakMemoryBytes() const;
+  // This step's memory peak (device_memory.h); also raises run_peak_.
+  MemoryPeak TakeMemoryPeak();
+  // Most tokens `plan` puts in one of this rank's micro-batches.
+  int64_t RankTokensPlanned(const scheduler::Plan& plan) const;
   TrainSummary Summary() const;
 
   const api::JobSpec& job_;
@@ -121,7 +128,13 @@ class Run {
   std::unique_ptr<scheduler::HardwareProfile> hardware_;
   std::string hardware_profile_name_;  // for logs and the summary
   std::unique_ptr<metrics::TrainerMetrics> metrics_;
+  std::unique_ptr<DeviceMemory> memory_;
   uint64_t memory_capacity_bytes_ = 0;
+  MemoryPeak run_peak_;  // the largest step peaks of this invocation
+  // Where an out-of-memory error struck (-1: setting up) and the most tokens
+  // the plan put in one of this rank's micro-batches there.
+  int64_t current_step_ = -1;
+  int64_t current_rank_tokens_ = 0;
 
   TrainerState state_;
   std::string resumed_from_;
@@ -150,6 +163,7 @@ Status Run::SetupDevice() {
   } else {
     SKRULL_ASSIGN_OR_RETURN(device_, model::compat::ParseDevice(options_.device));
   }
+  memory_ = options_.device_memory ? options_.device_memory(device_) : MakeDeviceMemory(device_);
   dtype_ = c10::kFloat;
   if (job_.training.precision == api::Precision::kBf16) {
     if (device_.is_cuda()) {
@@ -244,8 +258,7 @@ Status Run::SetupScheduler() {
     cost_options.lora.target_modules = job_.model.lora->target_modules;
   }
   cost_ = std::make_unique<scheduler::CostModel>(config_, cost_options);
-  StatusOr<uint64_t> capacity = metrics::ReadHostMemoryCapacityBytes();
-  memory_capacity_bytes_ = capacity.ok() && device_.is_cpu() ? *capacity : 0;
+  memory_capacity_bytes_ = memory_->CapacityBytes();
   const std::string& profile_path = job_.scheduler.hardware_profile;
   int64_t profile_bucket_tokens = 0;
   if (!profile_path.empty()) {
@@ -411,6 +424,8 @@ Status Run::Setup() {
   if (ec) {
     return IoError(output_dir_ + ": cannot create spec.training.outputDir: " + ec.message());
   }
+  // A record from an earlier run in this directory is not this run's.
+  fs::remove(fs::path(output_dir_) / metrics::OomRecordFileName(layout_.rank()), ec);
   SKRULL_RETURN_IF_ERROR(SetupDevice());
   SKRULL_RETURN_IF_ERROR(SetupModel());
   SKRULL_RETURN_IF_ERROR(SetupScheduler());
@@ -421,9 +436,48 @@ Status Run::Setup() {
   return OkStatus();
 }
 
-uint64_t Run::PeakMemoryBytes() const {
-  StatusOr<uint64_t> rss = metrics::ReadProcessPeakRssBytes();
-  return rss.ok() ? *rss : 0;
+int64_t Run::RankTokensPlanned(const scheduler::Plan& plan) const {
+  int64_t most = 0;
+  for (const scheduler::MicroBatch& mb : plan.ranks[layout_.dp_rank()].micro_batches) {
+    if (static_cast<int>(mb.cp_rank_tokens.size()) > layout_.cp_rank()) {
+      most = std::max(most, mb.cp_rank_tokens[layout_.cp_rank()]);
+    }
+  }
+  return most;
+}
+
+MemoryPeak Run::TakeMemoryPeak() {
+  const MemoryPeak peak = memory_->TakePeak();
+  run_peak_.allocated_bytes = std::max(run_peak_.allocated_bytes, peak.allocated_bytes);
+  run_peak_.reserved_bytes = std::max(run_peak_.reserved_bytes, peak.reserved_bytes);
+  return peak;
+}
+
+Status Run::OutOfMemory(const std::string& what) {
+  metrics::OomRecord r;
+  r.rank = layout_.rank();
+  r.step = current_step_;
+  r.device = device_.str();
+  r.bucket_size_tokens = bucket_size_tokens_;
+  r.rank_tokens_planned = current_rank_tokens_;
+  if (memory_ != nullptr) {
+    const MemoryPeak peak = TakeMemoryPeak();
+    r.memory_peak_bytes = peak.reserved_bytes;
+    r.memory_peak_allocated_bytes = peak.allocated_bytes;
+  }
+  r.memory_capacity_bytes = memory_capacity_bytes_;
+  r.message = what.substr(0, what.find('\n'));
+  const std::string where =
+      "rank " + std::to_string(r.rank) + ", " +
+      (r.step >= 0 ? "step " + std::to_string(r.step) : std::string("setting up")) + ", " +
+      r.device;
+  StatusOr<std::string> path = metrics::WriteOomRecord(output_dir_, r);
+  return OutOfMemoryError(
+      where + ": out of memory: " + r.message + "; " +
+      (path.ok() ? "wrote " + *path
+                 : "could not write the out-of-memory record: " + path.status().message()) +
+      "; lower spec.scheduler.bucketSize (the tuner steps it down from this record: "
+      "docs/metrics.md)");
 }
 
 void Run::SetupGradientOverlap() {
@@ -451,7 +505,10 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   coll_->TakeWaitSeconds();
   if (cp_attention_ != nullptr) cp_attention_->TakeCommWaitSeconds();
 
+  current_step_ = step;
+  current_rank_tokens_ = 0;
   SKRULL_ASSIGN_OR_RETURN(PlannedStep planned, PlanStep(step, &stats));
+  current_rank_tokens_ = RankTokensPlanned(planned.plan);
   SKRULL_ASSIGN_OR_RETURN(RankBatch batch, LoadRankBatch(planned));
 
   // Forward/backward, the gradient and scalar reductions, the optimizer: the
@@ -510,6 +567,7 @@ StatusOr<Run::RankBatch> Run::LoadRankBatch(const PlannedStep& planned) {
 }
 
 StatusOr<RankStepWork> Run::RunMicroBatches(const PlannedStep& planned, const RankBatch& batch) {
+  if (current_step_ == options_.out_of_memory_at_step) ThrowInjectedOutOfMemory(current_step_);
   return AccumulateGradients(model_.get(), planned.plan, batch.tokens, layout_.dp_rank(),
                              layout_.cp_rank(), std::max<int64_t>(1, planned.global_labels),
                              cp_attention_, grad_hooks_.get());
@@ -566,7 +624,9 @@ void Run::RecordMetrics(const PlannedStep& planned, const RankStepWork& work,
   phase_totals_.idle += r.phase_seconds.idle;
   r.rank_tokens_peak = static_cast<uint64_t>(work.rank_tokens_peak);
   r.bucket_size_tokens = static_cast<uint64_t>(bucket_size_tokens_);
-  r.memory_peak_bytes = PeakMemoryBytes();
+  const MemoryPeak peak = TakeMemoryPeak();
+  r.memory_peak_bytes = peak.reserved_bytes;
+  r.memory_peak_allocated_bytes = peak.allocated_bytes;
   r.memory_capacity_bytes = memory_capacity_bytes_;
   r.rollbacks.dacp = static_cast<uint64_t>(plan.rollbacks.dacp);
   r.rollbacks.gds = static_cast<uint64_t>(plan.rollbacks.gds);
@@ -650,7 +710,8 @@ TrainSummary Run::Summary() const {
   s.rank = layout_.rank();
   s.world_size = layout_.world_size();
   s.device = device_.str();
-  s.peak_memory_bytes = PeakMemoryBytes();
+  s.peak_memory_bytes = run_peak_.reserved_bytes;
+  s.peak_memory_allocated_bytes = run_peak_.allocated_bytes;
   s.rollbacks = {state_.rollbacks_dacp, state_.rollbacks_gds, state_.rollbacks_runtime};
   s.resumed_from = resumed_from_;
   s.last_checkpoint = last_checkpoint_;
@@ -661,6 +722,20 @@ TrainSummary Run::Summary() const {
 }
 
 StatusOr<TrainSummary> Run::Go() {
+  try {
+    return Train();
+  } catch (const c10::OutOfMemoryError& e) {
+    return OutOfMemory(e.what_without_backtrace());
+  } catch (const c10::Error& e) {
+    // Device allocations outside the caching allocator (cuBLAS workspaces,
+    // NCCL buffers) fail through C10_CUDA_CHECK as a plain c10::Error.
+    const std::string what = e.what_without_backtrace();
+    if (what.find("CUDA error: out of memory") == std::string::npos) throw;
+    return OutOfMemory(what);
+  }
+}
+
+StatusOr<TrainSummary> Run::Train() {
   SKRULL_RETURN_IF_ERROR(Setup());
   const int64_t total = job_.training.steps;
   const int64_t first = state_.step;
@@ -713,6 +788,7 @@ StatusOr<TrainSummary> Run::Go() {
   Status pushed = metrics_->PushFinal();
   if (!pushed.ok()) Notice("pushgateway: " + pushed.message());
 
+  TakeMemoryPeak();  // a run with no step to do still reports its memory
   TrainSummary summary = Summary();
   const std::string path = options_.summary_path.empty()
                                ? (fs::path(output_dir_) / "summary.json").string()

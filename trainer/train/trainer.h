@@ -28,6 +28,14 @@
 // (trainer/dist/rank_layout.h, torch-free), validated once by its creator and
 // only asked here.
 //
+// Memory (device_memory.h): every step records this rank's memory peak (CUDA:
+// the caching allocator's reserved and allocated peaks of that step; CPU: the
+// process's peak RSS) and the capacity (CUDA: the device's total memory; CPU:
+// host memory) in metrics.jsonl and the skrull_memory_* gauges; summary.json
+// has the run's peaks. An out-of-memory error (c10::OutOfMemoryError) ends the
+// run with an OutOfMemory status after writing <outputDir>/oom[-rank<r>].json
+// (trainer/metrics/oom_record.h); a run that starts removes its rank's old one.
+//
 // Device and precision: CUDA (cuda:<local rank>) when resources.gpusPerProc
 // > 0 and a GPU is visible, else CPU. CPU runs train in float32 (a bf16 spec
 // is run in float32 on CPU, with a notice).
@@ -51,6 +59,7 @@
 #include "trainer/dist/rank_layout.h"
 #include "trainer/train/collectives.h"
 #include "trainer/train/context_parallel.h"
+#include "trainer/train/device_memory.h"
 #include "trainer/train/train_summary.h"
 
 namespace skrull::train {
@@ -78,6 +87,13 @@ struct TrainerOptions {
   // `runtime`); an error stops training. Must give the same plan on every
   // rank. May be empty.
   std::function<StatusOr<int64_t>(scheduler::Plan* plan)> plan_guard;
+  // Where the step's memory peak and the capacity come from; empty =
+  // MakeDeviceMemory (the CUDA caching allocator, or host memory on CPU).
+  DeviceMemoryFactory device_memory;
+  // Test hook (skrull-trainer reads it from SKRULL_TEST_OOM_AT_STEP): step
+  // N's micro-batches throw c10::OutOfMemoryError as a CUDA allocation that
+  // does not fit would. -1 = never.
+  int64_t out_of_memory_at_step = -1;
 };
 
 // Trains the rank `layout` places in `job`: the process's rank, its DP and CP
@@ -85,8 +101,9 @@ struct TrainerOptions {
 // `layout` (RankLayout::Make(job.parallelism, rank); RankLayout() for one
 // process). `collectives` connects the world group (LocalCollectives for one
 // process). Errors from the job's files (config, weights, data, checkpoints)
-// name the file and field; libtorch exceptions are caught and returned as
-// Internal. Writes the summary (options).
+// name the file and field; an out-of-memory error is returned as
+// OutOfMemory (after writing the out-of-memory record), other libtorch
+// exceptions as Internal. Writes the summary (options).
 StatusOr<TrainSummary> RunTrainer(const api::JobSpec& job, const dist::RankLayout& layout,
                                   Collectives* collectives, const TrainerOptions& options = {});
 

@@ -108,6 +108,8 @@ int ExitCodeFor(const Status& status) {
     case StatusCode::kNotFound:
     case StatusCode::kFailedPrecondition:
       return kExitBadInput;
+    case StatusCode::kOutOfMemory:
+      return kExitOutOfMemory;
     default:
       return kExitFailure;
   }

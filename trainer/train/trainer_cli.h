@@ -7,8 +7,10 @@
 // is InvalidArgument with CLI11's message, which names the flag.
 //
 // Exit codes: 0 success; 2 bad input (flags, job file, model config, weights,
-// data, checkpoints: the message names the file, field and fix); 1 any other
-// failure (I/O, a libtorch error, a peer rank).
+// data, checkpoints: the message names the file, field and fix); 3 out of
+// memory (a CUDA allocation failed; the rank wrote <outputDir>/oom[-rank<r>].json,
+// trainer/metrics/oom_record.h); 1 any other failure (I/O, a libtorch error,
+// a peer rank).
 #ifndef SKRULL_TRAINER_TRAIN_TRAINER_CLI_H_
 #define SKRULL_TRAINER_TRAIN_TRAINER_CLI_H_
 
@@ -19,6 +21,7 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
+#include "trainer/metrics/oom_record.h"
 
 namespace CLI {
 class App;
@@ -29,6 +32,7 @@ namespace skrull::train {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitOutOfMemory = metrics::kOutOfMemoryExitCode;
 
 struct TrainerFlags {
   std::string job_file;          // --job (required)
@@ -67,7 +71,8 @@ std::string TrainerUsage();
 StatusOr<api::JobSpec> LoadJobForFlags(const TrainerFlags& flags);
 
 // kExitBadInput for InvalidArgument / NotFound / FailedPrecondition,
-// kExitFailure for other errors, kExitOk for OK.
+// kExitOutOfMemory for OutOfMemory, kExitFailure for other errors, kExitOk
+// for OK.
 int ExitCodeFor(const Status& status);
 
 }  // namespace skrull::train

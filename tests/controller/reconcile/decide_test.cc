@@ -4,6 +4,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/controller/reconcile/job_fixtures.h"
 
@@ -151,6 +153,24 @@ TEST(Decide, AFailedRankRestartsTheWholeGroupFromTheCheckpoint) {
   EXPECT_EQ(w.Phase(), "Pending");
   EXPECT_EQ(w.Condition("Restarting"), "False");
   EXPECT_TRUE(w.pods.count("long-sft-node-1-0"));  // the failed pod is kept
+}
+
+// The trainer exits 3 after a CUDA out-of-memory error
+// (trainer/metrics/oom_record.h): the attempt died of memory, so the tuner
+// steps BucketSize down, as after an OOMKill; exit 1 and exit 30 are not.
+TEST(Decide, TheTrainersOutOfMemoryExitStatusEndsTheAttemptAsDiedOfMemory) {
+  for (const auto& [code, oom] :
+       std::vector<std::pair<int, bool>>{{3, true}, {1, false}, {30, false}}) {
+    World w;
+    w.Step();
+    w.SetAll("Running");
+    w.Step();
+    w.pods.at("long-sft-node-1-0") = Failed(w.pods.at("long-sft-node-1-0"), code, "Error");
+    w.SetPhase("long-sft-node-1-0", "Failed");
+    Decision d = w.Step();
+    ASSERT_TRUE(d.attempt_ended.has_value()) << code;
+    EXPECT_EQ(d.attempt_ended->died_of_memory, oom) << code << ": " << d.attempt_ended->failure;
+  }
 }
 
 TEST(Decide, FailingPastBackoffLimitFailsTheJob) {

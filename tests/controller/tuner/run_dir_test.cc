@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainer/metrics/oom_record.h"
 #include "trainer/metrics/step_record.h"
 
 namespace skrull::tuner {
@@ -354,6 +355,78 @@ TEST_F(RunDirTest, AProfileWithoutAUsableCapacityIsAnError) {
   EXPECT_EQ(ReadProfileCapacityBytes(Path("p.json")).status().message(),
             Path("p.json") + ": memory.capacity_bytes: must be an integer (got \"80G\")");
   EXPECT_EQ(ReadProfileCapacityBytes(Path("none.json")).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace skrull::tuner
+
+namespace skrull::tuner {
+namespace {
+
+// An out-of-memory record as the trainer writes it (metrics::WriteOomRecord).
+metrics::OomRecord CudaOom(int rank, int64_t step) {
+  metrics::OomRecord r;
+  r.rank = rank;
+  r.step = step;
+  r.device = "cuda:" + std::to_string(rank);
+  r.bucket_size_tokens = 16384;
+  r.rank_tokens_planned = 16000;
+  r.memory_peak_bytes = 79 * kGiB;
+  r.memory_capacity_bytes = 80 * kGiB;
+  r.message = "CUDA out of memory. Tried to allocate 2.00 GiB";
+  return r;
+}
+
+// A CUDA run: the trainer reports the device's capacity itself, so no
+// hardware profile is needed, and the record alone (a failed single process
+// writes no summary.json) says the run died of memory.
+TEST_F(RunDirTest, AnOutOfMemoryRecordMakesTheRunDieOfMemoryAndStepsDown) {
+  Write("metrics.jsonl", Line(0, 0, 12000, 60 * kGiB, 80 * kGiB, 16384) +
+                             Line(0, 1, 14000, 68 * kGiB, 80 * kGiB, 16384));
+  ASSERT_TRUE(metrics::WriteOomRecord(dir_.string(), CudaOom(0, 2)).ok());
+  StatusOr<TuningInput> in = ReadRunDirectory(dir_.string());
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_TRUE(in->died_of_memory);
+  EXPECT_EQ(in->failure, "rank 0: out of memory at step 2 on cuda:0 (" + Path("oom.json") +
+                             ": CUDA out of memory. Tried to allocate 2.00 GiB)");
+  EXPECT_EQ(in->bucket_size_tokens, 16384);
+  ASSERT_EQ(in->ranks.size(), 1u);
+  EXPECT_EQ(in->ranks[0].capacity_bytes, 80 * kGiB) << "the device's, not split as host memory";
+  StatusOr<TuningDecision> d = Tune(*in, api::TuningSpec());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->change);
+  EXPECT_LE(d->recommended_bucket_size_tokens, 13107) << "at most 0.8 x 16384: " << d->reason;
+}
+
+TEST_F(RunDirTest, OutOfMemoryRecordsAloneAreARunAndEveryRanksIsCounted) {
+  ASSERT_TRUE(metrics::WriteOomRecord(dir_.string(), CudaOom(1, -1)).ok());
+  ASSERT_TRUE(metrics::WriteOomRecord(dir_.string(), CudaOom(3, -1)).ok());
+  StatusOr<std::vector<RankOutOfMemory>> records = ReadOutOfMemoryRecords(dir_.string());
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 2u);
+  EXPECT_EQ((*records)[0].rank, 1);
+  EXPECT_EQ((*records)[1].path, Path("oom-rank3.json"));
+  StatusOr<TuningInput> in = ReadRunDirectory(dir_.string());
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_TRUE(in->died_of_memory);
+  EXPECT_EQ(in->failure.rfind("rank 1: out of memory while setting up on cuda:1 (", 0), 0u)
+      << in->failure;
+  EXPECT_NE(in->failure.find(" and 1 more rank(s)"), std::string::npos) << in->failure;
+  StatusOr<TuningDecision> d = Tune(*in, api::TuningSpec());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->recommended_bucket_size_tokens, 13056) << "0.8 x 16384, in 256s: " << d->reason;
+}
+
+TEST_F(RunDirTest, ABadOutOfMemoryRecordIsAnErrorNamingTheFileAndField) {
+  Write("oom.json", R"({"schema": 1, "rank": 0, "step": "x"})");
+  EXPECT_EQ(ReadRunDirectory(dir_.string()).status().message(),
+            Path("oom.json") + ": step: must be an integer (got \"x\")");
+  Write("oom.json", R"({"schema": 2, "rank": 0, "step": 1})");
+  EXPECT_NE(ReadRunDirectory(dir_.string())
+                .status()
+                .message()
+                .find("oom.json: schema 2 is not supported"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,54 @@
+// Memory of the device a rank trains on, as the metrics and the BucketSize
+// tuner need it: the peak of a step and the device's capacity.
+//
+//   CUDA  peaks from the caching allocator (allocated: bytes held by tensors;
+//         reserved: bytes the allocator took from the device, what an
+//         out-of-memory error runs into), reset after every TakePeak, so each
+//         step reports its own peak; capacity = the device's total memory.
+//   CPU   both peaks are the process's resident-set high-water mark (VmHWM,
+//         since the process started); capacity = host memory lowered to the
+//         cgroup limit (trainer/metrics/process_memory.h).
+//
+// A seam: TrainerOptions::device_memory may supply another implementation
+// (tests do, to check what the trainer reports on CPU).
+//
+// Thread safety: call from the training thread only.
+#ifndef SKRULL_TRAINER_TRAIN_DEVICE_MEMORY_H_
+#define SKRULL_TRAINER_TRAIN_DEVICE_MEMORY_H_
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace skrull::train {
+
+struct MemoryPeak {
+  uint64_t allocated_bytes = 0;  // held by tensors
+  uint64_t reserved_bytes = 0;   // held by the allocator (>= allocated on CUDA)
+};
+
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  // The peak since the previous call (the first call: since start-up) where
+  // the device can reset it, else since the process started. 0 = unknown.
+  virtual MemoryPeak TakePeak() = 0;
+  // Memory the rank may use, in bytes; 0 = unknown.
+  virtual uint64_t CapacityBytes() = 0;
+};
+
+// The implementation for `device` (CUDA in a CUDA build, else host memory).
+std::unique_ptr<DeviceMemory> MakeDeviceMemory(c10::Device device);
+
+using DeviceMemoryFactory = std::function<std::unique_ptr<DeviceMemory>(c10::Device)>;
+
+// Throws c10::OutOfMemoryError as the CUDA caching allocator does, with a
+// message saying it was injected at `step` (the out-of-memory test hook,
+// TrainerOptions::out_of_memory_at_step).
+[[noreturn]] void ThrowInjectedOutOfMemory(int64_t step);
+
+}  // namespace skrull::train
+
+#endif  // SKRULL_TRAINER_TRAIN_DEVICE_MEMORY_H_
