@@ -68,6 +68,7 @@ void ExpectSameRecord(const StepRecord& a, const StepRecord& b) {
   EXPECT_EQ(a.bucket_size_tokens, b.bucket_size_tokens);
   EXPECT_EQ(a.memory_peak_bytes, b.memory_peak_bytes);
   EXPECT_EQ(a.memory_capacity_bytes, b.memory_capacity_bytes);
+  EXPECT_EQ(a.memory_static_bytes, b.memory_static_bytes);
   EXPECT_EQ(a.rollbacks.dacp, b.rollbacks.dacp);
   EXPECT_EQ(a.rollbacks.gds, b.rollbacks.gds);
   EXPECT_EQ(a.rollbacks.runtime, b.rollbacks.runtime);
@@ -136,6 +137,7 @@ TEST(StepLine, FormatParseFormatRoundTripsRandomRecords) {
     r.bucket_size_tokens = rng() % 200000;
     r.memory_peak_bytes = rng();
     r.memory_capacity_bytes = rng();
+    r.memory_static_bytes = rng();
     r.rollbacks = {rng() % 10, rng() % 10, rng() % 10};
     r.local_sequences = rng() % 100;
     r.distributed_sequences = rng() % 100;

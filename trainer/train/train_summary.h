@@ -50,6 +50,10 @@ struct TrainSummary {
   int world_size = 1;
   std::string device;
   uint64_t peak_memory_bytes = 0;  // this rank's device (or host RSS) peak
+  int zero_stage = 0;              // spec.training.zeroStage
+  // Parameters, gradients and optimizer state this rank holds between steps
+  // (Optimizer / ZeroOptimizer::StaticMemoryBytes).
+  uint64_t static_memory_bytes = 0;
   RollbackTotals rollbacks;
   // Where this rank's step time went, summed over this invocation's steps
   // (metrics.jsonl has each step's split; docs/metrics.md how it is measured).
