@@ -175,10 +175,10 @@ class ZeroTest : public ::testing::Test {
 TEST_F(ZeroTest, StagesOneAndTwoGiveStageZerosWeightsOnEveryLayoutAndPolicy) {
   for (const std::string policy : {"skrull", "cp-all"}) {
     for (const auto& [dp, cp] : std::vector<std::pair<int, int>>{{2, 1}, {1, 2}, {2, 2}}) {
-      const RunResult stage0 = Train(root_, RunSpec{dp, cp, policy, 0});
+      const RunResult stage0 = Train(root_, RunSpec{dp, cp, policy, 0, 0, ""});
       ASSERT_EQ(stage0.losses.size(), static_cast<size_t>(kSteps));
       for (int stage : {1, 2}) {
-        const RunSpec spec{dp, cp, policy, stage};
+        const RunSpec spec{dp, cp, policy, stage, 0, ""};
         const RunResult got = Train(root_, spec);
         ASSERT_EQ(got.losses.size(), static_cast<size_t>(kSteps)) << spec.Name();
         for (int s = 0; s < kSteps; ++s) {
@@ -199,7 +199,7 @@ TEST_F(ZeroTest, StagesOneAndTwoGiveStageZerosWeightsOnEveryLayoutAndPolicy) {
 }
 
 TEST_F(ZeroTest, ShardedCheckpointsResumeExactlyAndReshardToAnotherWorldSize) {
-  const RunResult straight = Train(root_, RunSpec{2, 1, "skrull", 2});
+  const RunResult straight = Train(root_, RunSpec{2, 1, "skrull", 2, 0, ""});
   // Preempted after 2 steps, then resumed by the same job.
   RunSpec split{2, 1, "skrull", 2, /*stop_after=*/2, "-split"};
   Train(root_, split);
