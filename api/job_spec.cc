@@ -45,7 +45,8 @@ auto Fields(const SchedulerSpec& s) {
 auto Fields(const TrainingSpec& t) {
   return std::tie(t.steps, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,
                   t.weight_decay, t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.grad_clip,
-                  t.precision, t.checkpoint_every, t.output_dir, t.resume_from, t.log_every);
+                  t.precision, t.checkpoint_every, t.output_dir, t.resume_from, t.log_every,
+                  t.zero_stage);
 }
 auto Fields(const MetricsSpec& m) { return std::tie(m.port, m.pushgateway, m.address); }
 auto Fields(const ResourcesSpec& r) { return std::tie(r.gpus_per_proc, r.cpu, r.memory); }

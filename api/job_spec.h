@@ -168,6 +168,11 @@ struct TrainingSpec {
   std::string output_dir;        // default: runs/<metadata.name> (OutputDirOf)
   std::string resume_from;       // checkpoint dir, or "latest" in output_dir; empty = fresh
   int64_t log_every = 1;         // steps between progress lines
+  // ZeRO stage (docs/job-spec.md): 0 = every rank keeps full fp32 master
+  // weights, AdamW moments and gradients (as PyTorch DDP and DeepSpeed's own
+  // default); 1 = master weights and optimizer state partitioned over all
+  // world ranks (DP x CP); 2 = gradients partitioned too.
+  int zero_stage = 0;
 };
 
 struct MetricsSpec {

@@ -78,6 +78,7 @@ void ParseTraining(MapReader& m, TrainingSpec* t) {
   m.Read("outputDir", &t->output_dir);
   m.Read("resumeFrom", &t->resume_from);
   m.Read("logEvery", &t->log_every);
+  m.Read("zeroStage", &t->zero_stage);
 }
 
 void ParseMetrics(MapReader& m, MetricsSpec* metrics) {

@@ -164,8 +164,10 @@ std::string ToYaml(const JobSpec& s) {
       .Int("checkpointEvery", t.checkpoint_every)
       .Str("outputDir", t.output_dir)
       .Str("resumeFrom", t.resume_from)
-      .Int("logEvery", t.log_every)
-      .End();
+      .Int("logEvery", t.log_every);
+  // Only when set, as maxLineBytes: JobSpecHash of stage-0 jobs is unchanged.
+  if (t.zero_stage != 0) w.Int("zeroStage", t.zero_stage);
+  w.End();
 
   w.Begin("metrics").Int("port", s.metrics.port).Str("pushgateway", s.metrics.pushgateway);
   if (!s.metrics.address.empty()) w.Str("address", s.metrics.address);

@@ -71,6 +71,7 @@ JobSpec EverythingSet() {
   t.output_dir = "/runs/full";
   t.resume_from = "latest";
   t.log_every = 10;
+  t.zero_stage = 2;
   s.metrics = {0, "https://push.example.com:9091", "::"};
   s.resources = {0, "8", "64Gi"};
   s.image = {"localhost:5000/skrull", "1.10", "Always"};
@@ -166,6 +167,17 @@ TEST(MetricsAddressOf, IsLoopbackUnlessTheJobNamesAnAddress) {
   EXPECT_EQ(MetricsAddressOf(s), "127.0.0.1");
   s.metrics.address = "::";
   EXPECT_EQ(MetricsAddressOf(s), "::");
+}
+
+TEST(LoadJobSpec, ZeroStageDefaultsToZeroAndIsWrittenOnlyWhenSet) {
+  const JobSpec minimal = MustLoad(kMinimalJob);
+  EXPECT_EQ(minimal.training.zero_stage, 0);
+  EXPECT_EQ(ToYaml(minimal).find("zeroStage"), std::string::npos);
+  JobSpec s = MustLoad(JobYaml().Set("spec.training.zeroStage", "2").Text());
+  EXPECT_EQ(s.training.zero_stage, 2);
+  EXPECT_NE(ToYaml(s).find("    zeroStage: 2\n"), std::string::npos) << ToYaml(s);
+  EXPECT_EQ(MustLoad(ToYaml(s)), s);
+  EXPECT_NE(s, minimal);
 }
 
 TEST(LoadJobSpec, ReadsEveryField) {

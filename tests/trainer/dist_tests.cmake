@@ -52,6 +52,14 @@ skrull_test(dist_equivalence_test
   LABELS slow
   TIMEOUT 600)
 
+# ZeRO stages 1 and 2 against stage 0 on DP x CP layouts, sharded
+# checkpoints, resume and re-sharding (short runs in forked processes).
+skrull_test(dist_zero_test
+  SOURCES dist_zero_test.cc
+  DEPS skrull_dist skrull_dist_testing skrull_safetensors skrull_api
+  LABELS slow
+  TIMEOUT 600)
+
 # Per-step phase seconds (cp/dp waits) and the gradient all-reduce
 # overlapped with backward, on 2-process runs.
 skrull_test(dist_step_phases_test

@@ -79,6 +79,7 @@ TEST(TrainerMetrics, RegistersEveryContractFamilyWithItsTypeBeforeAnyStep) {
       {kMemoryPeakBytes, "gauge"},
       {kMemoryPeakAllocatedBytes, "gauge"},
       {kMemoryCapacityBytes, "gauge"},
+      {kMemoryStaticBytes, "gauge"},
       {kBucketSizeTokens, "gauge"},
       {kRankTokensPeak, "gauge"},
       {kLastStepTimestampSeconds, "gauge"},
@@ -162,6 +163,7 @@ TEST(TrainerMetrics, GaugesTakeTheLastStepAndDerivedRates) {
   r.peak_flops_per_second = 1e15;
   r.memory_peak_bytes = 123456789012;
   r.memory_peak_allocated_bytes = 98765432109;
+  r.memory_static_bytes = 98765;
   r.rank_tokens_peak = 777;
   r.bucket_size_tokens = 4096;
   ASSERT_TRUE(m->RecordStep(r).ok());
@@ -174,6 +176,7 @@ TEST(TrainerMetrics, GaugesTakeTheLastStepAndDerivedRates) {
   EXPECT_EQ(Value(*m, kMemoryPeakBytes), 123456789012.0) << "printed exactly, not rounded";
   EXPECT_EQ(Value(*m, kMemoryPeakAllocatedBytes), 98765432109.0);
   EXPECT_EQ(Value(*m, kMemoryCapacityBytes), static_cast<double>(r.memory_capacity_bytes));
+  EXPECT_EQ(Value(*m, kMemoryStaticBytes), 98765);
   EXPECT_EQ(Value(*m, kRankTokensPeak), 777);
   EXPECT_EQ(Value(*m, kBucketSizeTokens), 4096);
   EXPECT_EQ(Value(*m, kLastStepTimestampSeconds), 1.7e9) << "from the injected clock";

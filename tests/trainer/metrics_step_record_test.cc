@@ -71,6 +71,7 @@ void ExpectSameRecord(const StepRecord& a, const StepRecord& b) {
   EXPECT_EQ(a.memory_peak_bytes, b.memory_peak_bytes);
   EXPECT_EQ(a.memory_peak_allocated_bytes, b.memory_peak_allocated_bytes);
   EXPECT_EQ(a.memory_capacity_bytes, b.memory_capacity_bytes);
+  EXPECT_EQ(a.memory_static_bytes, b.memory_static_bytes);
   EXPECT_EQ(a.rollbacks.dacp, b.rollbacks.dacp);
   EXPECT_EQ(a.rollbacks.gds, b.rollbacks.gds);
   EXPECT_EQ(a.rollbacks.runtime, b.rollbacks.runtime);
@@ -140,6 +141,7 @@ TEST(StepLine, FormatParseFormatRoundTripsRandomRecords) {
     r.memory_peak_bytes = rng();
     r.memory_peak_allocated_bytes = rng();
     r.memory_capacity_bytes = rng();
+    r.memory_static_bytes = rng();
     r.rollbacks = {rng() % 10, rng() % 10, rng() % 10};
     r.local_sequences = rng() % 100;
     r.distributed_sequences = rng() % 100;

@@ -10,6 +10,11 @@ skrull_test(train_unit_test
 skrull_test(train_step_test
   SOURCES train_step_test.cc train_optimizer_test.cc
   DEPS skrull_train)
+skrull_test(train_zero_test
+  SOURCES train_zero_test.cc
+  DEPS skrull_train
+  LABELS unit)
+
 skrull_test(train_trainer_test
   SOURCES train_trainer_test.cc
   DEPS skrull_train

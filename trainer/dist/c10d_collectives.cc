@@ -119,6 +119,45 @@ double C10dCollectives::TakeWaitSeconds() {
   return std::max(0.0, waited);
 }
 
+// A world-group reduce-scatter or all-gather in flight (ZeRO).
+class C10dCollectives::ZeroWork final : public train::CollectiveWork {
+ public:
+  ZeroWork(C10dCollectives* owner, PendingCollective pending)
+      : owner_(owner), pending_(std::move(pending)) {}
+  Status Wait() override {
+    try {
+      owner_->stats_.wait_seconds += pending_.Wait();
+    } catch (const CollectiveError& e) {
+      return UnavailableError(std::string("ZeRO collective: ") + e.what());
+    }
+    return OkStatus();
+  }
+
+ private:
+  C10dCollectives* owner_;
+  PendingCollective pending_;
+};
+
+std::unique_ptr<train::CollectiveWork> C10dCollectives::StartReduceScatterSum(
+    const at::Tensor& input, const at::Tensor& out) {
+  stats_.zero_collectives += 1;
+  try {
+    return std::make_unique<ZeroWork>(this, dist::StartReduceScatterSum(*world_, input, out));
+  } catch (const CollectiveError& e) {
+    return train::FinishedWork(UnavailableError(std::string("ZeRO reduce-scatter: ") + e.what()));
+  }
+}
+
+std::unique_ptr<train::CollectiveWork> C10dCollectives::StartAllGather(const at::Tensor& input,
+                                                                       const at::Tensor& out) {
+  stats_.zero_collectives += 1;
+  try {
+    return std::make_unique<ZeroWork>(this, dist::StartAllGather(*world_, input, out));
+  } catch (const CollectiveError& e) {
+    return train::FinishedWork(UnavailableError(std::string("ZeRO all-gather: ") + e.what()));
+  }
+}
+
 DpCommStats C10dCollectives::TakeStats() {
   DpCommStats s = stats_;
   stats_ = DpCommStats();

@@ -55,6 +55,7 @@ struct DpCommStats {
   int64_t bytes = 0;                // gradient bytes reduced
   int64_t scalar_allreduces = 0;
   int64_t buckets_during_backward = 0;  // of `buckets`, launched by GradReady (overlapped)
+  int64_t zero_collectives = 0;         // reduce-scatters and all-gathers started (ZeRO)
 };
 
 class C10dCollectives final : public train::Collectives {
@@ -68,6 +69,12 @@ class C10dCollectives final : public train::Collectives {
   Status AllReduceSum(std::vector<double>* values) override;
   Status Barrier() override;
   double TakeWaitSeconds() override;
+  // ZeRO: StartReduceScatterSum / StartAllGather of process_groups.h on the
+  // world group; Wait() adds the blocked time to wait_seconds.
+  std::unique_ptr<train::CollectiveWork> StartReduceScatterSum(const at::Tensor& input,
+                                                               const at::Tensor& out) override;
+  std::unique_ptr<train::CollectiveWork> StartAllGather(const at::Tensor& input,
+                                                        const at::Tensor& out) override;
   // Null when options.overlap_with_backward is false or the world has one
   // rank. The reducer uses this object's group and accounting: it must not
   // outlive it.
@@ -79,6 +86,7 @@ class C10dCollectives final : public train::Collectives {
 
  private:
   class Reducer;
+  class ZeroWork;
 
   Group* world_;
   C10dCollectivesOptions options_;

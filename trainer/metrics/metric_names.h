@@ -39,6 +39,7 @@ inline constexpr char kPeakFlopsPerSecond[] = "skrull_peak_flops_per_second";
 inline constexpr char kMemoryPeakBytes[] = "skrull_memory_peak_bytes";
 inline constexpr char kMemoryPeakAllocatedBytes[] = "skrull_memory_peak_allocated_bytes";
 inline constexpr char kMemoryCapacityBytes[] = "skrull_memory_capacity_bytes";
+inline constexpr char kMemoryStaticBytes[] = "skrull_memory_static_bytes";
 inline constexpr char kBucketSizeTokens[] = "skrull_bucket_size_tokens";
 inline constexpr char kRankTokensPeak[] = "skrull_rank_tokens_peak";
 inline constexpr char kLastStepTimestampSeconds[] = "skrull_last_step_timestamp_seconds";

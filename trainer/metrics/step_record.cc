@@ -86,6 +86,7 @@ std::string FormatStepLine(const StepLine& line) {
   j["memory_peak_bytes"] = r.memory_peak_bytes;
   j["memory_peak_allocated_bytes"] = r.memory_peak_allocated_bytes;
   j["memory_capacity_bytes"] = r.memory_capacity_bytes;
+  j["memory_static_bytes"] = r.memory_static_bytes;
   j["rollbacks_dacp"] = r.rollbacks.dacp;
   j["rollbacks_gds"] = r.rollbacks.gds;
   j["rollbacks_runtime"] = r.rollbacks.runtime;
@@ -151,6 +152,7 @@ StatusOr<StepLine> ParseStepLine(std::string_view text) {
   SKRULL_ASSIGN_OR_RETURN(r.memory_peak_allocated_bytes,
                           f.OptionalUint("memory_peak_allocated_bytes", 0));
   SKRULL_ASSIGN_OR_RETURN(r.memory_capacity_bytes, f.RequiredUint("memory_capacity_bytes"));
+  SKRULL_ASSIGN_OR_RETURN(r.memory_static_bytes, f.OptionalUint("memory_static_bytes", 0));
   SKRULL_ASSIGN_OR_RETURN(r.rollbacks.dacp, f.RequiredUint("rollbacks_dacp"));
   SKRULL_ASSIGN_OR_RETURN(r.rollbacks.gds, f.RequiredUint("rollbacks_gds"));
   SKRULL_ASSIGN_OR_RETURN(r.rollbacks.runtime, f.RequiredUint("rollbacks_runtime"));

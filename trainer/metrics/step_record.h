@@ -56,6 +56,9 @@ struct StepRecord {
   uint64_t memory_peak_bytes = 0;
   uint64_t memory_peak_allocated_bytes = 0;
   uint64_t memory_capacity_bytes = 0;  // device (or host) memory capacity
+  // Parameters, gradients and optimizer state held between steps (by
+  // spec.training.zeroStage: ZeroOptimizer::StaticMemoryBytes).
+  uint64_t memory_static_bytes = 0;
   RollbackCounts rollbacks;            // roll-backs taken while planning / running this step
   uint64_t local_sequences = 0;        // sequences this rank ran whole (not CP-sharded)
   uint64_t distributed_sequences = 0;  // sequences this rank ran as a CP shard

@@ -140,6 +140,7 @@ struct TrainerMetrics::Impl {
   Gauge* memory_peak = nullptr;
   Gauge* memory_peak_allocated = nullptr;
   Gauge* memory_capacity = nullptr;
+  Gauge* memory_static = nullptr;
   Gauge* bucket_size = nullptr;
   Gauge* rank_tokens_peak = nullptr;
   Gauge* last_step_timestamp = nullptr;
@@ -232,6 +233,9 @@ struct TrainerMetrics::Impl {
               "Peak device memory held by tensors in the last step: the CUDA caching "
               "allocator's allocated bytes (host RSS high-water mark on CPU runs).");
     memory_capacity = gauge(kMemoryCapacityBytes, "Device (or host) memory capacity of the rank.");
+    memory_static = gauge(kMemoryStaticBytes,
+                          "Parameters, gradients and optimizer state the rank holds between "
+                          "steps (by ZeRO stage).");
     bucket_size = gauge(kBucketSizeTokens, "BucketSize in force: most tokens a rank may hold.");
     rank_tokens_peak = gauge(kRankTokensPeak,
                              "Most tokens the rank held in one micro-batch during the last step.");
@@ -327,6 +331,7 @@ Status TrainerMetrics::RecordStep(const StepRecord& r) {
     m.memory_peak->Set(static_cast<double>(r.memory_peak_bytes));
     m.memory_peak_allocated->Set(static_cast<double>(r.memory_peak_allocated_bytes));
     m.memory_capacity->Set(static_cast<double>(r.memory_capacity_bytes));
+    m.memory_static->Set(static_cast<double>(r.memory_static_bytes));
     m.bucket_size->Set(static_cast<double>(r.bucket_size_tokens));
     m.rank_tokens_peak->Set(static_cast<double>(r.rank_tokens_peak));
     m.last_step_timestamp->Set(now);

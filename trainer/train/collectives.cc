@@ -4,10 +4,43 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <utility>
 
 namespace skrull::train {
 
 Status LocalCollectives::AllReduceSum(std::vector<at::Tensor>& tensors) { return OkStatus(); }
+
+namespace {
+
+class DoneWork final : public CollectiveWork {
+ public:
+  explicit DoneWork(Status status) : status_(std::move(status)) {}
+  Status Wait() override { return status_; }
+
+ private:
+  Status status_;
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveWork> FinishedWork(Status status) {
+  return std::make_unique<DoneWork>(std::move(status));
+}
+
+std::unique_ptr<CollectiveWork> LocalCollectives::StartReduceScatterSum(const at::Tensor& input,
+                                                                        const at::Tensor& out) {
+  SKRULL_CHECK(input.numel() == out.numel())
+      << "reduce-scatter: " << input.numel() << " vs " << out.numel();
+  torch::NoGradGuard no_grad;
+  at::Tensor o = out;
+  o.copy_(input.view_as(out));
+  return FinishedWork();
+}
+
+std::unique_ptr<CollectiveWork> LocalCollectives::StartAllGather(const at::Tensor& input,
+                                                                 const at::Tensor& out) {
+  return StartReduceScatterSum(input, out);
+}
 
 namespace {
 
@@ -80,6 +113,45 @@ class InMemoryCollectives final : public Collectives {
                                           for (auto* v : all) *v = sum;
                                         });
     return OkStatus();
+  }
+
+  // In memory the collective completes inside the call (ranks in rank order).
+  std::unique_ptr<CollectiveWork> StartReduceScatterSum(const at::Tensor& input,
+                                                        const at::Tensor& out) override {
+    SKRULL_CHECK(input.numel() == world_size_ * out.numel())
+        << "reduce-scatter: input " << input.numel() << " != " << world_size_ << " x "
+        << out.numel();
+    std::pair<at::Tensor, at::Tensor> mine(input, out);
+    hub_->Exchange<std::pair<at::Tensor, at::Tensor>>(
+        rank_, &mine, [](const std::vector<std::pair<at::Tensor, at::Tensor>*>& all) {
+          torch::NoGradGuard no_grad;
+          const int64_t n = all[0]->second.numel();
+          for (size_t r = 0; r < all.size(); ++r) {
+            const int64_t at = static_cast<int64_t>(r) * n;
+            at::Tensor sum = all[0]->first.narrow(0, at, n).clone();
+            for (size_t q = 1; q < all.size(); ++q) sum.add_(all[q]->first.narrow(0, at, n));
+            all[r]->second.copy_(sum);
+          }
+        });
+    return FinishedWork();
+  }
+
+  std::unique_ptr<CollectiveWork> StartAllGather(const at::Tensor& input,
+                                                 const at::Tensor& out) override {
+    SKRULL_CHECK(out.numel() == world_size_ * input.numel())
+        << "all-gather: output " << out.numel() << " != " << world_size_ << " x " << input.numel();
+    std::pair<at::Tensor, at::Tensor> mine(input, out);
+    hub_->Exchange<std::pair<at::Tensor, at::Tensor>>(
+        rank_, &mine, [](const std::vector<std::pair<at::Tensor, at::Tensor>*>& all) {
+          torch::NoGradGuard no_grad;
+          const int64_t n = all[0]->first.numel();
+          for (auto* dst : all) {
+            for (size_t q = 0; q < all.size(); ++q) {
+              dst->second.narrow(0, static_cast<int64_t>(q) * n, n).copy_(all[q]->first);
+            }
+          }
+        });
+    return FinishedWork();
   }
 
   Status Barrier() override {

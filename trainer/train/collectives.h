@@ -33,6 +33,18 @@ class Tensor;
 
 namespace skrull::train {
 
+// A collective started by Collectives::StartReduceScatterSum / StartAllGather.
+class CollectiveWork {
+ public:
+  virtual ~CollectiveWork() = default;
+  // Blocks until the collective is done (its output is then valid).
+  // Unavailable when it failed. Call at most once.
+  virtual Status Wait() = 0;
+};
+
+// A CollectiveWork that is already done, with `status`.
+std::unique_ptr<CollectiveWork> FinishedWork(Status status = OkStatus());
+
 // One run's gradient all-reduce overlapped with backward, for a fixed list of
 // parameters. Per step: GradReady(i) for parameters whose gradient became
 // final during the last backward (any order, each at most once), then
@@ -52,6 +64,13 @@ class GradientReducer {
   // after.
   // Unavailable when a collective failed.
   virtual Status Finish() = 0;
+
+  // true: GradReady fires during EVERY backward of a step, each followed by
+  // EndBackward() (ZeRO stage 2); false: only during the step's last one.
+  virtual bool ReducesEveryBackward() const { return false; }
+  // After each backward when ReducesEveryBackward(). Never throws (a failure
+  // is returned by Finish).
+  virtual void EndBackward() {}
 };
 
 class Collectives {
@@ -68,6 +87,21 @@ class Collectives {
   virtual Status AllReduceSum(std::vector<double>* values) = 0;
   // Returns once every rank has called it.
   virtual Status Barrier() = 0;
+
+  // ZeRO (zero_optimizer.h). Both take 1-D contiguous float32 tensors; n =
+  // out.numel() resp. input.numel(). May return before the collective is
+  // done: the tensors must stay alive and untouched until Wait(). Every
+  // rank starts the same collectives in the same order. They may be started
+  // from the thread that runs backward (a GradientReducer).
+  //
+  // out = element-wise sum over ranks r' of input_{r'}[rank*n : (rank+1)*n].
+  // REQUIRES: input.numel() == world_size() * out.numel().
+  virtual std::unique_ptr<CollectiveWork> StartReduceScatterSum(const at::Tensor& input,
+                                                                const at::Tensor& out) = 0;
+  // out[r*n : (r+1)*n] = input of rank r.
+  // REQUIRES: out.numel() == world_size() * input.numel().
+  virtual std::unique_ptr<CollectiveWork> StartAllGather(const at::Tensor& input,
+                                                         const at::Tensor& out) = 0;
 
   // Seconds spent blocked waiting for other ranks (reductions, barriers)
   // since the last call. 0 for backends that never wait.
@@ -95,6 +129,10 @@ class LocalCollectives final : public Collectives {
   Status AllReduceSum(std::vector<at::Tensor>& tensors) override;
   Status AllReduceSum(std::vector<double>* values) override { return OkStatus(); }
   Status Barrier() override { return OkStatus(); }
+  std::unique_ptr<CollectiveWork> StartReduceScatterSum(const at::Tensor& input,
+                                                        const at::Tensor& out) override;
+  std::unique_ptr<CollectiveWork> StartAllGather(const at::Tensor& input,
+                                                 const at::Tensor& out) override;
 };
 
 // Creates `world_size` connected in-memory ranks; give element r to the

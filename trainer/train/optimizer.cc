@@ -52,6 +52,16 @@ OptimizerOptions OptimizerOptionsFromSpec(const api::TrainingSpec& t) {
   return o;
 }
 
+std::string HyperParametersJson(const OptimizerOptions& o) {
+  const json j = {{"weight_decay", o.weight_decay},
+                  {"beta1", o.beta1},
+                  {"beta2", o.beta2},
+                  {"epsilon", o.epsilon},
+                  {"grad_clip", o.grad_clip},
+                  {"no_decay", "tensors with fewer than 2 dimensions"}};
+  return j.dump();
+}
+
 Optimizer::Optimizer(std::vector<model::NamedTensor> params, const OptimizerOptions& options)
     : params_(std::move(params)), options_(options) {
   torch::NoGradGuard no_grad;
@@ -88,6 +98,16 @@ void Optimizer::ZeroGrad() {
   for (auto& [name, p] : params_) {
     if (p.grad().defined()) p.mutable_grad().zero_();
   }
+}
+
+int64_t Optimizer::StaticMemoryBytes() const {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const at::Tensor& p = params_[i].second;
+    bytes += 2 * p.numel() * p.element_size() + 2 * p.numel() * 4;  // weight, grad, moments
+    if (mixed(i)) bytes += 2 * p.numel() * 4;                       // master and its grad
+  }
+  return bytes;
 }
 
 std::vector<at::Tensor> Optimizer::ReducibleGradients() {
@@ -162,12 +182,7 @@ Status Optimizer::Save(const std::string& dir) const {
   json j;
   j["schema"] = kOptimizerSchema;
   j["type"] = "AdamW";
-  j["hyper_parameters"] = {{"weight_decay", options_.weight_decay},
-                           {"beta1", options_.beta1},
-                           {"beta2", options_.beta2},
-                           {"epsilon", options_.epsilon},
-                           {"grad_clip", options_.grad_clip},
-                           {"no_decay", "tensors with fewer than 2 dimensions"}};
+  j["hyper_parameters"] = json::parse(HyperParametersJson(options_));
   j["steps"] = steps;
   return WriteFileAtomically((fs::path(dir) / kOptimizerStateFile).string(), j.dump(2) + "\n");
 }
@@ -177,6 +192,12 @@ Status Optimizer::Load(const std::string& dir) {
   const std::string tensors_path = (fs::path(dir) / kOptimizerTensorsFile).string();
   SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(json_path));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("zero") && j["zero"].is_object()) {
+    return FailedPreconditionError(json_path + ": written with spec.training.zeroStage " +
+                                   j["zero"].value("stage", json(0)).dump() +
+                                   " (sharded optimizer state); resume it with "
+                                   "zeroStage 1 or 2 (any world size), not 0");
+  }
   if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_object()) {
     return InvalidArgumentError(json_path +
                                 ": not an optimizer state file (expected a JSON "

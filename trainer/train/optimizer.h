@@ -49,6 +49,9 @@ struct OptimizerOptions {
 
 OptimizerOptions OptimizerOptionsFromSpec(const api::TrainingSpec& training);
 
+// optimizer.json's "hyper_parameters" object (also ZeroOptimizer's), as text.
+std::string HyperParametersJson(const OptimizerOptions& options);
+
 class Optimizer {
  public:
   // `params` are the model's trainable parameters (names for checkpoints).
@@ -83,6 +86,10 @@ class Optimizer {
 
   // Zeroes the model's gradients.
   void ZeroGrad();
+
+  // Bytes held between steps: the parameters, their gradients, float32
+  // masters of mixed-precision parameters and AdamW's two moments.
+  int64_t StaticMemoryBytes() const;
 
   // Writes optimizer.safetensors and optimizer.json into `dir`.
   Status Save(const std::string& dir) const;

@@ -64,6 +64,8 @@ GradReadyHooks::~GradReadyHooks() {
 }
 
 void GradReadyHooks::set_armed(bool armed) { state_->armed.store(armed); }
+bool GradReadyHooks::every_backward() const { return state_->reducer->ReducesEveryBackward(); }
+void GradReadyHooks::EndBackward() { state_->reducer->EndBackward(); }
 bool GradReadyHooks::armed() const { return state_->armed.load(); }
 
 model::PackedBatch ToPackedBatch(const RankStream& stream, c10::Device device) {
@@ -108,9 +110,13 @@ StatusOr<RankStepWork> AccumulateGradients(model::DecoderModel* model, const sch
     SKRULL_CHECK(cp_attention == nullptr || loss_sum.requires_grad())
         << "micro-batch " << i << " on cp_rank " << cp_rank << ": the loss has no graph";
     if (loss_sum.requires_grad()) {
-      if (last_backward_hooks != nullptr && i == last) last_backward_hooks->set_armed(true);
+      const bool every = last_backward_hooks != nullptr && last_backward_hooks->every_backward();
+      if (last_backward_hooks != nullptr && (every || i == last)) {
+        last_backward_hooks->set_armed(true);
+      }
       (loss_sum * inv_labels).backward();
       if (last_backward_hooks != nullptr) last_backward_hooks->set_armed(false);
+      if (every) last_backward_hooks->EndBackward();
     }
     loss_total += loss_sum.detach().to(torch::kDouble);
     ++work.micro_batches;

@@ -66,6 +66,9 @@ class GradReadyHooks {
 
   void set_armed(bool armed);
   bool armed() const;
+  // The reducer's ReducesEveryBackward() / EndBackward() (ZeRO stage 2).
+  bool every_backward() const;
+  void EndBackward();
 
   struct State;  // shared with the hooks; defined in train_step.cc
 
@@ -86,7 +89,9 @@ class GradReadyHooks {
 // `last_backward_hooks`, when given, is armed during the backward of the last
 // micro-batch this rank runs (earlier ones only accumulate), so gradient
 // buckets can be reduced while that backward runs; the caller then calls its
-// reducer's Finish() (also when no micro-batch ran).
+// reducer's Finish() (also when no micro-batch ran). When its reducer
+// ReducesEveryBackward() (ZeRO stage 2) it is armed during every backward,
+// each followed by EndBackward().
 // REQUIRES: global_label_tokens > 0.
 StatusOr<RankStepWork> AccumulateGradients(model::DecoderModel* model, const scheduler::Plan& plan,
                                            const std::vector<SequenceTokens>& batch, int dp_rank,

@@ -34,6 +34,8 @@ std::string SummaryToJson(const TrainSummary& s) {
   j["device"] = s.device;
   j["peak_memory_bytes"] = s.peak_memory_bytes;
   j["peak_memory_allocated_bytes"] = s.peak_memory_allocated_bytes;
+  j["zero_stage"] = s.zero_stage;
+  j["static_memory_bytes"] = s.static_memory_bytes;
   j["rollbacks"] = {
       {"dacp", s.rollbacks.dacp}, {"gds", s.rollbacks.gds}, {"runtime", s.rollbacks.runtime}};
   j["phase_seconds"] = {{"compute", Number(s.phase_seconds.compute)},

@@ -53,6 +53,10 @@ struct TrainSummary {
   // allocator's reserved and allocated bytes; CPU, the peak RSS for both.
   uint64_t peak_memory_bytes = 0;
   uint64_t peak_memory_allocated_bytes = 0;
+  int zero_stage = 0;  // spec.training.zeroStage
+  // Parameters, gradients and optimizer state this rank holds between steps
+  // (Optimizer / ZeroOptimizer::StaticMemoryBytes).
+  uint64_t static_memory_bytes = 0;
   RollbackTotals rollbacks;
   // Where this rank's step time went, summed over this invocation's steps
   // (metrics.jsonl has each step's split; docs/metrics.md how it is measured).

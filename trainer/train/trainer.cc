@@ -31,6 +31,7 @@
 #include "trainer/train/optimizer.h"
 #include "trainer/train/rng_state.h"
 #include "trainer/train/train_step.h"
+#include "trainer/train/zero_optimizer.h"
 
 namespace skrull::train {
 
@@ -96,6 +97,8 @@ class Run {
   void AdvanceState(const PlannedStep& planned, const StepStats& stats);
   void SetupGradientOverlap();
   Status SaveCheckpoint(int64_t step_done);
+  Status SaveZeroShards(const std::string& staging);
+  Status SaveOptimizer(const std::string& tmp, const std::string& staging);
   void Notice(const std::string& line) {
     if (layout_.rank() == 0) log_ << "[skrull] " << line << std::endl;
   }
@@ -103,6 +106,10 @@ class Run {
   MemoryPeak TakeMemoryPeak();
   // Most tokens `plan` puts in one of this rank's micro-batches.
   int64_t RankTokensPlanned(const scheduler::Plan& plan) const;
+  uint64_t StaticMemoryBytes() const {
+    return static_cast<uint64_t>(zero_ != nullptr ? zero_->StaticMemoryBytes()
+                                                  : optimizer_->StaticMemoryBytes());
+  }
   TrainSummary Summary() const;
 
   const api::JobSpec& job_;
@@ -117,7 +124,8 @@ class Run {
   scheduler::ModelConfig config_;
   std::unique_ptr<model::DecoderModel> model_;
   ContextParallelAttention* cp_attention_ = nullptr;  // owned by model_
-  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<Optimizer> optimizer_;              // spec.training.zeroStage 0
+  std::unique_ptr<ZeroOptimizer> zero_;               // zeroStage 1 or 2 (optimizer_ is null)
   LrScheduleOptions lr_;
   std::unique_ptr<data::Dataset> dataset_;
   std::unique_ptr<data::Sampler> sampler_;
@@ -197,8 +205,14 @@ Status Run::SetupModel() {
     cp_attention_ = cp.get();
     model_->SetAttentionBackend(std::move(cp));
   }
-  optimizer_ = std::make_unique<Optimizer>(model_->NamedTrainableParameters(),
-                                           OptimizerOptionsFromSpec(job_.training));
+  if (job_.training.zero_stage > 0) {
+    zero_ = std::make_unique<ZeroOptimizer>(model_->NamedTrainableParameters(),
+                                            OptimizerOptionsFromSpec(job_.training),
+                                            job_.training.zero_stage, coll_);
+  } else {
+    optimizer_ = std::make_unique<Optimizer>(model_->NamedTrainableParameters(),
+                                             OptimizerOptionsFromSpec(job_.training));
+  }
   lr_ = LrScheduleFromSpec(job_.training);
   Notice("model " + config_.model_type + ": " + std::to_string(config_.num_hidden_layers) +
          " layers, hidden " + std::to_string(config_.hidden_size) + ", " +
@@ -394,7 +408,7 @@ Status Run::Resume() {
   } else {
     SKRULL_RETURN_IF_ERROR(model_->LoadWeights((fs::path(*dir) / kModelWeightsFile).string()));
   }
-  SKRULL_RETURN_IF_ERROR(optimizer_->Load(*dir));
+  SKRULL_RETURN_IF_ERROR(zero_ != nullptr ? zero_->Load(*dir) : optimizer_->Load(*dir));
   SKRULL_RETURN_IF_ERROR(
       RestoreCpuRngState(saved.rng_state_hex, (fs::path(*dir) / kTrainerStateFile).string()));
   if (saved.job_spec_hash != state_.job_spec_hash) {
@@ -481,6 +495,12 @@ Status Run::OutOfMemory(const std::string& what) {
 }
 
 void Run::SetupGradientOverlap() {
+  if (zero_ != nullptr) {  // ZeRO always reduce-scatters from the backward hooks
+    std::vector<at::Tensor> params;
+    for (const model::NamedTensor& p : zero_->params()) params.push_back(p.second);
+    grad_hooks_ = std::make_unique<GradReadyHooks>(params, zero_->reducer());
+    return;
+  }
   // Hooks fire on the model's parameters; what is reduced is each one's
   // float32 reducible gradient (for bf16 parameters the master's, converted
   // when the bucket is launched), exactly what ReducibleGradients() hands out.
@@ -568,6 +588,17 @@ StatusOr<Run::RankBatch> Run::LoadRankBatch(const PlannedStep& planned) {
 
 StatusOr<RankStepWork> Run::RunMicroBatches(const PlannedStep& planned, const RankBatch& batch) {
   if (current_step_ == options_.out_of_memory_at_step) ThrowInjectedOutOfMemory(current_step_);
+  if (zero_ != nullptr) {
+    // Stage 2 joins one reduce-scatter round per backward of the busiest DP
+    // rank (CP ranks of a DP rank run the same micro-batches).
+    int64_t rounds = 0;
+    for (const scheduler::DpRankPlan& rank : planned.plan.ranks) {
+      int64_t n = 0;
+      for (const scheduler::MicroBatch& mb : rank.micro_batches) n += mb.empty() ? 0 : 1;
+      rounds = std::max(rounds, n);
+    }
+    zero_->BeginStep(rounds);
+  }
   return AccumulateGradients(model_.get(), planned.plan, batch.tokens, layout_.dp_rank(),
                              layout_.cp_rank(), std::max<int64_t>(1, planned.global_labels),
                              cp_attention_, grad_hooks_.get());
@@ -575,7 +606,10 @@ StatusOr<RankStepWork> Run::RunMicroBatches(const PlannedStep& planned, const Ra
 
 Status Run::ReduceAndApply(const RankStepWork& work, int64_t global_labels, StepStats* stats,
                            bool* stop_requested) {
-  if (grad_reducer_ != nullptr) {
+  if (zero_ != nullptr) {
+    model::compat::Synchronize(device_);
+    SKRULL_RETURN_IF_ERROR(zero_->FinishGradients());
+  } else if (grad_reducer_ != nullptr) {
     model::compat::Synchronize(device_);
     // Every ReducibleGradient(i) was taken and reduced: what Step() needs.
     SKRULL_RETURN_IF_ERROR(grad_reducer_->Finish());
@@ -592,7 +626,11 @@ Status Run::ReduceAndApply(const RankStepWork& work, int64_t global_labels, Step
 
   stats->loss = scalars[0] / static_cast<double>(std::max<int64_t>(1, global_labels));
   stats->lr = LearningRateAt(lr_, stats->step);
-  stats->grad_norm = optimizer_->Step(stats->lr);
+  if (zero_ != nullptr) {
+    SKRULL_ASSIGN_OR_RETURN(stats->grad_norm, zero_->Step(stats->lr));
+  } else {
+    stats->grad_norm = optimizer_->Step(stats->lr);
+  }
   model::compat::Synchronize(device_);
   return OkStatus();
 }
@@ -628,6 +666,7 @@ void Run::RecordMetrics(const PlannedStep& planned, const RankStepWork& work,
   r.memory_peak_bytes = peak.reserved_bytes;
   r.memory_peak_allocated_bytes = peak.allocated_bytes;
   r.memory_capacity_bytes = memory_capacity_bytes_;
+  r.memory_static_bytes = StaticMemoryBytes();
   r.rollbacks.dacp = static_cast<uint64_t>(plan.rollbacks.dacp);
   r.rollbacks.gds = static_cast<uint64_t>(plan.rollbacks.gds);
   r.rollbacks.runtime = static_cast<uint64_t>(planned.runtime_rollbacks);
@@ -655,8 +694,37 @@ void Run::AdvanceState(const PlannedStep& planned, const StepStats& stats) {
   }
 }
 
+// ZeRO: every rank writes its optimizer shard into step-<N>.shards/ first;
+// rank 0 moves them into the folder it commits (checkpoint.h), so the
+// checkpoint still appears at once, complete.
+Status Run::SaveZeroShards(const std::string& staging) {
+  Status written = zero_->SaveShard(staging);
+  std::vector<double> failed = {written.ok() ? 0.0 : 1.0};
+  SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(&failed));
+  SKRULL_RETURN_IF_ERROR(written);
+  if (failed[0] > 0) {
+    return IoError(staging + ": " + std::to_string(static_cast<int64_t>(failed[0])) +
+                   " other ranks could not write their optimizer shard (see their logs)");
+  }
+  return OkStatus();
+}
+
+Status Run::SaveOptimizer(const std::string& tmp, const std::string& staging) {
+  if (zero_ == nullptr) return optimizer_->Save(tmp);
+  const int world = layout_.world_size();
+  for (int r = 0; r < world; ++r) {
+    const fs::path from = fs::path(staging) / ZeroShardFileName(r, world);
+    std::error_code ec;
+    fs::rename(from, fs::path(tmp) / ZeroShardFileName(r, world), ec);
+    if (ec) return IoError(from.string() + ": cannot move into " + tmp + ": " + ec.message());
+  }
+  return zero_->SaveIndex(tmp);
+}
+
 Status Run::SaveCheckpoint(int64_t step_done) {
   Status saved = OkStatus();
+  const std::string staging = CheckpointDir(output_dir_, step_done) + ".shards";
+  if (zero_ != nullptr) SKRULL_RETURN_IF_ERROR(SaveZeroShards(staging));
   if (layout_.rank() == 0) {
     state_.rng_state_hex = CpuRngStateHex();
     StatusOr<std::string> dir =
@@ -669,9 +737,13 @@ Status Run::SaveCheckpoint(int64_t step_done) {
           } else {
             SKRULL_RETURN_IF_ERROR(model_->SaveWeights((d / kModelWeightsFile).string()));
           }
-          SKRULL_RETURN_IF_ERROR(optimizer_->Save(tmp));
+          SKRULL_RETURN_IF_ERROR(SaveOptimizer(tmp, staging));
           return WriteFileAtomically((d / kTrainerStateFile).string(), TrainerStateToJson(state_));
         });
+    if (zero_ != nullptr) {
+      std::error_code ec;
+      fs::remove_all(staging, ec);
+    }
     if (dir.ok()) {
       last_checkpoint_ = *dir;
       Notice("checkpoint " + *dir);
@@ -712,6 +784,8 @@ TrainSummary Run::Summary() const {
   s.device = device_.str();
   s.peak_memory_bytes = run_peak_.reserved_bytes;
   s.peak_memory_allocated_bytes = run_peak_.allocated_bytes;
+  s.zero_stage = job_.training.zero_stage;
+  s.static_memory_bytes = StaticMemoryBytes();
   s.rollbacks = {state_.rollbacks_dacp, state_.rollbacks_gds, state_.rollbacks_runtime};
   s.resumed_from = resumed_from_;
   s.last_checkpoint = last_checkpoint_;
