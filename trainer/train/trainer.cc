@@ -271,6 +271,9 @@ Status Run::SetupScheduler() {
     cost_options.lora.rank = job_.model.lora->rank;
     cost_options.lora.target_modules = job_.model.lora->target_modules;
   }
+  // ZeRO shards static state over every world rank (optimizer.h).
+  cost_options.zero_stage = job_.training.zero_stage;
+  cost_options.dp_for_sharding = layout_.world_size();
   cost_ = std::make_unique<scheduler::CostModel>(config_, cost_options);
   memory_capacity_bytes_ = memory_->CapacityBytes();
   const std::string& profile_path = job_.scheduler.hardware_profile;
