@@ -69,8 +69,14 @@ struct RunSpec {
   int64_t bucket = 200;
   int gpus_per_proc = 0;       // spec.resources.gpusPerProc (> 0: NCCL in a CUDA build)
   std::string device = "cpu";  // TrainerOptions::device
+  int zero_stage = 0;          // spec.training.zeroStage
+  double weight_decay = 0;     // spec.training.weightDecay (written when > 0)
+  bool resume_latest = false;  // spec.training.resumeFrom: latest
+  int64_t stop_after = 0;      // TrainerOptions::stop_after_steps (0: all steps)
+  std::string tag;             // distinguishes runs of the same layout
   std::string Name() const {
-    return policy + "-dp" + std::to_string(dp) + "-cp" + std::to_string(cp);
+    return policy + "-dp" + std::to_string(dp) + "-cp" + std::to_string(cp) +
+           (zero_stage > 0 ? "-zero" + std::to_string(zero_stage) : "") + tag;
   }
 };
 
@@ -86,7 +92,10 @@ inline std::string WriteJob(const fs::path& root, const RunSpec& r) {
     << "  scheduler:\n    policy: " << r.policy << "\n    bucketSize: " << r.bucket
     << "\n    batchSize: " << kGlobalBatch / r.dp << "\n    seed: 1\n"
     << "  training:\n    steps: " << kSteps << "\n    learningRate: 0.01\n    warmupSteps: 1\n"
-    << "    outputDir: " << (dir / "out").string() << "\n"
+    << "    zeroStage: " << r.zero_stage << "\n";
+  if (r.weight_decay > 0) y << "    weightDecay: " << r.weight_decay << "\n";
+  if (r.resume_latest) y << "    resumeFrom: latest\n";
+  y << "    outputDir: " << (dir / "out").string() << "\n"
     << "  resources:\n    gpusPerProc: " << r.gpus_per_proc << "\n  metrics:\n    port: 0\n";
   const std::string path = (dir / "job.yaml").string();
   std::ofstream(path) << y.str();
@@ -96,7 +105,8 @@ inline std::string WriteJob(const fs::path& root, const RunSpec& r) {
 struct RunResult {
   std::vector<double> losses;
   std::map<std::string, std::vector<float>> weights;
-  nlohmann::json comm;  // rank 0's comm.json (multi-process runs)
+  nlohmann::json comm;     // rank 0's comm.json (multi-process runs)
+  nlohmann::json summary;  // rank 0's summary.json
 };
 
 using PlanGuard = std::function<StatusOr<int64_t>(scheduler::Plan*)>;
@@ -114,6 +124,7 @@ inline RunResult Train(const fs::path& root, const RunSpec& r, PlanGuard guard =
         options.device = r.device;
         options.serve_metrics = false;
         options.log = &quiet;
+        options.stop_after_steps = r.stop_after;
         if (world == 1) {
           SKRULL_ASSIGN_OR_RETURN(RankLayout ctx, RankLayout::Make(job.parallelism, 0));
           train::LocalCollectives coll;
@@ -133,8 +144,8 @@ inline RunResult Train(const fs::path& root, const RunSpec& r, PlanGuard guard =
   auto text = ReadFileToString(summary_path);
   EXPECT_TRUE(text.ok()) << text.status();
   if (!text.ok()) return out;
-  auto j = nlohmann::json::parse(*text);
-  for (const auto& l : j["losses"]) out.losses.push_back(l.get<double>());
+  out.summary = nlohmann::json::parse(*text);
+  for (const auto& l : out.summary["losses"]) out.losses.push_back(l.get<double>());
   if (world > 1) {
     auto comm = ReadFileToString(RankCommPath(out_dir, 0));
     EXPECT_TRUE(comm.ok()) << comm.status();

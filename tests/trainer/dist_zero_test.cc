@@ -22,6 +22,7 @@
 #include "api/job_spec.h"
 #include "common/file_util.h"
 #include "tests/trainer/checkpoint_test_util.h"
+#include "tests/trainer/dist_equivalence_harness.h"
 #include "tests/trainer/train_test_util.h"
 #include "trainer/dist/distributed_trainer.h"
 #include "trainer/dist/launcher.h"
@@ -36,100 +37,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kSteps = 4;
-constexpr int kGlobalBatch = 8;
+using equivalence::BimodalJsonl;
+using equivalence::kSteps;
+using equivalence::RunResult;
+using equivalence::RunSpec;
+using equivalence::Train;
 
-// Bimodal lengths (as dist_equivalence_test): with CP=2 and bucket 120 the
-// long samples are sharded.
-std::string BimodalJsonl(int n, uint32_t seed) {
-  return train::testing::LearnableJsonl(
-      n,
-      [](int i, std::mt19937& rng) {
-        return i % 3 == 2 ? std::uniform_int_distribution<int>(100, 180)(rng)
-                          : std::uniform_int_distribution<int>(4, 40)(rng);
-      },
-      seed);
-}
-
-struct RunSpec {
-  int dp = 1;
-  int cp = 1;
-  std::string policy = "skrull";
-  int stage = 0;
-  int64_t stop_after = 0;  // TrainerOptions::stop_after_steps
-  std::string tag;         // distinguishes runs of the same layout
-  std::string Name() const {
-    return policy + "-dp" + std::to_string(dp) + "-cp" + std::to_string(cp) + "-zero" +
-           std::to_string(stage) + tag;
-  }
-};
-
-std::string WriteJob(const fs::path& root, const RunSpec& r) {
-  const fs::path dir = root / r.Name();
-  fs::create_directories(dir);
-  std::ostringstream y;
-  y << "apiVersion: skrull.io/v1alpha1\nkind: SkrullJob\nmetadata:\n  name: zero\n"
-    << "spec:\n  model:\n    config: " << (root / "config.json").string() << "\n    seed: 3\n"
-    << "  data:\n    path: " << (root / "data.jsonl").string() << "\n    format: tokenized-jsonl\n"
-    << "  parallelism:\n    nodes: 1\n    procsPerNode: " << r.dp * r.cp
-    << "\n    dataParallel: " << r.dp << "\n    contextParallel: " << r.cp << "\n"
-    << "  scheduler:\n    policy: " << r.policy << "\n    bucketSize: " << (r.cp == 2 ? 120 : 200)
-    << "\n    batchSize: " << kGlobalBatch / r.dp << "\n    seed: 1\n"
-    << "  training:\n    steps: " << kSteps << "\n    learningRate: 0.01\n    warmupSteps: 1\n"
-    << "    weightDecay: 0.1\n    zeroStage: " << r.stage << "\n    resumeFrom: latest\n"
-    << "    outputDir: " << (dir / "out").string() << "\n"
-    << "  resources:\n    gpusPerProc: 0\n  metrics:\n    port: 0\n";
-  const std::string path = (dir / "job.yaml").string();
-  std::ofstream(path) << y.str();
-  return path;
-}
-
-struct RunResult {
-  std::vector<double> losses;
-  nlohmann::json summary;
-  std::map<std::string, std::vector<float>> weights;
-};
-
-RunResult Train(const fs::path& root, const RunSpec& r) {
-  const std::string job_file = WriteJob(root, r);
-  const int world = r.dp * r.cp;
-  Status st = testing::RunForkedJobRanks(
-      job_file, world, r.Name(),
-      [&](const api::JobSpec& job, const RankEnv& env) -> Status {
-        std::ostringstream quiet;
-        train::TrainerOptions options;
-        options.device = "cpu";
-        options.serve_metrics = false;
-        options.log = &quiet;
-        options.stop_after_steps = r.stop_after;
-        if (world == 1) {
-          SKRULL_ASSIGN_OR_RETURN(RankLayout ctx, RankLayout::Make(job.parallelism, 0));
-          train::LocalCollectives coll;
-          return train::RunTrainer(job, ctx, &coll, options).status();
-        }
-        DistributedRunOptions dopts;
-        dopts.trainer = options;
-        return RunDistributedTrainer(job, env, dopts).status();
-      },
-      std::chrono::seconds(120));
-  EXPECT_TRUE(st.ok()) << r.Name() << ": " << st;
-  RunResult out;
-  const std::string out_dir = (root / r.Name() / "out").string();
-  auto text =
-      ReadFileToString(world == 1 ? out_dir + "/summary.json" : RankSummaryPath(out_dir, 0));
-  EXPECT_TRUE(text.ok()) << text.status();
-  if (!text.ok()) return out;
-  out.summary = nlohmann::json::parse(*text);
-  for (const auto& l : out.summary["losses"]) out.losses.push_back(l.get<double>());
-  auto tensors = train::testing::LatestCheckpointTensors(out_dir);
-  EXPECT_TRUE(tensors.ok()) << tensors.status();
-  if (!tensors.ok()) return out;
-  for (const auto& [name, tensor] : *tensors) {
-    std::vector<float> values(tensor.data.size() / sizeof(float));
-    std::memcpy(values.data(), tensor.data.data(), values.size() * sizeof(float));
-    out.weights[name] = std::move(values);
-  }
-  return out;
+// A run of the ZeRO tests: weight decay on (the optimizer state matters),
+// resumable, and with CP=2 a bucket that shards the long samples.
+RunSpec ZeroRun(int dp, int cp, const std::string& policy, int stage, int64_t stop_after = 0,
+                const std::string& tag = "") {
+  RunSpec r;
+  r.dp = dp;
+  r.cp = cp;
+  r.policy = policy;
+  r.bucket = cp == 2 ? 120 : 200;
+  r.zero_stage = stage;
+  r.weight_decay = 0.1;
+  r.resume_latest = true;
+  r.stop_after = stop_after;
+  r.tag = tag;
+  return r;
 }
 
 // The largest ||w_got - w_want|| / ||w_want|| over the model's tensors.
@@ -175,10 +103,10 @@ class ZeroTest : public ::testing::Test {
 TEST_F(ZeroTest, StagesOneAndTwoGiveStageZerosWeightsOnEveryLayoutAndPolicy) {
   for (const std::string policy : {"skrull", "cp-all"}) {
     for (const auto& [dp, cp] : std::vector<std::pair<int, int>>{{2, 1}, {1, 2}, {2, 2}}) {
-      const RunResult stage0 = Train(root_, RunSpec{dp, cp, policy, 0, 0, ""});
+      const RunResult stage0 = Train(root_, ZeroRun(dp, cp, policy, 0));
       ASSERT_EQ(stage0.losses.size(), static_cast<size_t>(kSteps));
       for (int stage : {1, 2}) {
-        const RunSpec spec{dp, cp, policy, stage, 0, ""};
+        const RunSpec spec = ZeroRun(dp, cp, policy, stage);
         const RunResult got = Train(root_, spec);
         ASSERT_EQ(got.losses.size(), static_cast<size_t>(kSteps)) << spec.Name();
         for (int s = 0; s < kSteps; ++s) {
@@ -199,9 +127,9 @@ TEST_F(ZeroTest, StagesOneAndTwoGiveStageZerosWeightsOnEveryLayoutAndPolicy) {
 }
 
 TEST_F(ZeroTest, ShardedCheckpointsResumeExactlyAndReshardToAnotherWorldSize) {
-  const RunResult straight = Train(root_, RunSpec{2, 1, "skrull", 2, 0, ""});
+  const RunResult straight = Train(root_, ZeroRun(2, 1, "skrull", 2));
   // Preempted after 2 steps, then resumed by the same job.
-  RunSpec split{2, 1, "skrull", 2, /*stop_after=*/2, "-split"};
+  RunSpec split = ZeroRun(2, 1, "skrull", 2, /*stop_after=*/2, "-split");
   Train(root_, split);
   const std::string ckpt = train::CheckpointDir((root_ / split.Name() / "out").string(), 2);
   ASSERT_TRUE(fs::exists(fs::path(ckpt) / train::ZeroShardFileName(0, 2)));
@@ -213,7 +141,7 @@ TEST_F(ZeroTest, ShardedCheckpointsResumeExactlyAndReshardToAnotherWorldSize) {
 
   // The 2-rank checkpoint resumed by 1 rank (and by DP2 x CP2: 4 ranks).
   for (const auto& [dp, cp] : std::vector<std::pair<int, int>>{{1, 1}, {2, 2}}) {
-    const RunSpec other{dp, cp, "skrull", 2, 0, "-reshard"};
+    const RunSpec other = ZeroRun(dp, cp, "skrull", 2, 0, "-reshard");
     const fs::path out = root_ / other.Name() / "out";
     fs::create_directories(out);
     fs::copy(root_ / split.Name() / "out" / "checkpoints", out / "checkpoints",
