@@ -22,6 +22,14 @@ struct PlacedGroup {
   std::vector<int> placement;
   int64_t dacp_rollbacks = 0;
   double seconds = 0;  // estimated (cost-aware mode only)
+
+  // Keeps `candidate` (a rollback-free placement) when it is priced faster.
+  void KeepIfFaster(const std::vector<int>& candidate, double candidate_seconds) {
+    if (candidate_seconds >= seconds) return;
+    seconds = candidate_seconds;
+    placement = candidate;
+    dacp_rollbacks = 0;
+  }
 };
 
 // A DP rank's micro-batches and the GDS roll-backs it took to find them.
@@ -327,12 +335,7 @@ class RankScheduler {
       if (!LongestDistributed(lengths, flops, longest_first, d, shards, cp, bucket, &placement)) {
         continue;
       }
-      const double seconds = pricer.Seconds(placement);
-      if (seconds < g.seconds) {
-        g.seconds = seconds;
-        g.placement = placement;
-        g.dacp_rollbacks = 0;
-      }
+      g.KeepIfFaster(placement, pricer.Seconds(placement));
     }
     // Sub-groups only change placements where a sequence does not fit one rank.
     if (options_.sub_groups && cp > 2 && !lengths.empty() && lengths[longest_first[0]] > bucket) {
@@ -353,12 +356,7 @@ class RankScheduler {
                          &placement)) {
           continue;
         }
-        const double seconds = pricer.Seconds(placement);
-        if (seconds < g.seconds) {
-          g.seconds = seconds;
-          g.placement = placement;
-          g.dacp_rollbacks = 0;
-        }
+        g.KeepIfFaster(placement, pricer.Seconds(placement));
       }
     }
   }
