@@ -1,4 +1,5 @@
 #include "trainer/dist/c10d_collectives.h"
+#include "trainer/dist/cp_exchange.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
