@@ -1,11 +1,12 @@
 #include "trainer/dist/c10d_collectives.h"
-#include "trainer/dist/cp_exchange.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <chrono>
+
+#include "trainer/dist/cp_exchange.h"
 
 namespace skrull::dist {
 
