@@ -73,7 +73,7 @@ struct RunSpec {
   double weight_decay = 0;     // spec.training.weightDecay (written when > 0)
   bool resume_latest = false;  // spec.training.resumeFrom: latest
   int64_t stop_after = 0;      // TrainerOptions::stop_after_steps (0: all steps)
-  std::string tag;             // distinguishes runs of the same layout
+  std::string tag{};           // distinguishes runs of the same layout
   std::string Name() const {
     return policy + "-dp" + std::to_string(dp) + "-cp" + std::to_string(cp) +
            (zero_stage > 0 ? "-zero" + std::to_string(zero_stage) : "") + tag;
