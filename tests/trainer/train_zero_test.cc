@@ -2,6 +2,7 @@
 // ZeroOptimizer against Optimizer (stage 0) on the same summed gradients,
 // including stage 2's per-backward rounds and checkpoints re-sharded to
 // another world size.
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -74,11 +75,17 @@ TEST(InMemoryCollectives, ReduceScatterSumsSlicesAndAllGatherConcatenates) {
   });
 }
 
+// Normal values from a generator of its own: the rank threads must not share
+// the global one (manual_seed there races between threads).
+at::Tensor Randn(at::IntArrayRef sizes, uint64_t seed) {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  return torch::randn(sizes, gen);
+}
+
 std::vector<model::NamedTensor> MakeParams() {
-  torch::manual_seed(5);
-  return {{"w1", torch::randn({5, 7}).requires_grad_()},
-          {"b1", torch::randn({7}).requires_grad_()},
-          {"w2", torch::randn({3, 4}).requires_grad_()}};
+  return {{"w1", Randn({5, 7}, 5).requires_grad_()},
+          {"b1", Randn({7}, 6).requires_grad_()},
+          {"w2", Randn({3, 4}, 7).requires_grad_()}};
 }
 
 std::vector<model::NamedTensor> Clone(const std::vector<model::NamedTensor>& params) {
@@ -89,8 +96,7 @@ std::vector<model::NamedTensor> Clone(const std::vector<model::NamedTensor>& par
 
 // Rank r's gradient of parameter i at `step`, round `round`.
 at::Tensor Grad(const at::Tensor& p, int step, int rank, int round) {
-  torch::manual_seed(1000 * step + 10 * rank + round);
-  return torch::randn(p.sizes());
+  return Randn(p.sizes(), 1000 * step + 10 * rank + round);
 }
 
 OptimizerOptions Options() {
