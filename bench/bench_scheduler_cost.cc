@@ -8,7 +8,7 @@
 //
 //   bench_scheduler_cost [--reps-small N] [--reps-large N] [--seed S]
 //                        [--case small|large] [--dataset NAME] [--policy P]
-//                        [--threads T]
+//                        [--threads T] [--no-sub-groups]
 // Reports wall-clock and process-CPU percentiles (CPU summed over every
 // thread): on a shared machine the CPU time is the steadier number (wall
 // includes time the threads were descheduled).
@@ -53,10 +53,11 @@ struct Flags {
   int reps_small = 300;
   int reps_large = 12;
   uint64_t seed = 1;
-  std::string only_case;     // "small" or "large"; empty = both
-  std::string only_dataset;  // empty = wikipedia and chatqa2
-  std::string only_policy;   // empty = all (for profiling one policy)
-  int threads = 0;           // ScheduleOptions::threads; 0 = DefaultSchedulerThreads()
+  std::string only_case;       // "small" or "large"; empty = both
+  std::string only_dataset;    // empty = wikipedia and chatqa2
+  std::string only_policy;     // empty = all (for profiling one policy)
+  int threads = 0;             // ScheduleOptions::threads; 0 = DefaultSchedulerThreads()
+  bool no_sub_groups = false;  // ScheduleOptions::sub_groups = false (their cost)
 };
 
 double CpuMicros(clockid_t clock) {
@@ -92,6 +93,7 @@ bool RunCase(const Case& c, const std::string& dataset_name, const Flags& flags)
   so.bucket_size_tokens = bucket;
   so.hardware = &hw;
   so.threads = flags.threads;
+  so.sub_groups = !flags.no_sub_groups;
 
   // cpu: the process's CPU over all threads; caller: the calling thread's
   // own, which (each thread with a core to itself) is the critical path.
@@ -186,6 +188,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", flags.threads,
                  "threads skrull's GDS may use on large batches (default: hardware, at most 8)")
       ->check(CLI::Range(0, skrull::scheduler::kMaxSchedulerThreads));
+  app.add_flag("--no-sub-groups", flags.no_sub_groups,
+               "skrull without CP sub-groups (ScheduleOptions::sub_groups), to measure their cost");
   app.add_option("--policy", flags.only_policy, "time only this policy (and cp-all, the baseline)")
       ->check(
           [](const std::string& v) {

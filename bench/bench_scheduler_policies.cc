@@ -12,8 +12,10 @@
 // Policies are priced at ZeRO stage 0 (the trainer's default), `deepspeed`
 // at ZeRO-2 (the paper's baseline, PricingZeroStage). The paper table at the
 // end compares skrull with deepspeed the way the paper ran both, on ZeRO-2,
-// next to the paper's per-setting speedups, and skrull against the tight
-// lower bound (TightLowerBoundSeconds).
+// next to the paper's per-setting speedups, skrull against the tight lower
+// bound (TightLowerBoundSeconds), and what CP sub-groups buy: skrull is also
+// scheduled without them (ScheduleOptions::sub_groups = false) on the same
+// batches, verified and priced the same way.
 //
 //   bench_scheduler_policies [--steps N] [--seed S] [--dataset-size N]
 //                            [--only MODEL/DATASET] [--micro-batch-size N]
@@ -86,7 +88,27 @@ struct Result {
   double skrull_compute_seconds = 0;  // compute on skrull's slowest DP rank
   double lower_bound_seconds = 0;
   double tight_bound_seconds = 0;
+  double skrull_no_sub_groups_seconds = 0;  // skrull without CP sub-groups
+  double sub_group_fraction = 0;            // of skrull's distributed sequences, on a sub-group
 };
+
+// Schedules and verifies one plan (abort on a failure or a violation).
+scheduler::Plan VerifiedPlan(Policy p, const std::vector<scheduler::Sequence>& batch,
+                             const scheduler::ScheduleOptions& so,
+                             const scheduler::CostModel& cost) {
+  auto plan = scheduler::Schedule(p, batch, so, cost);
+  if (!plan.ok()) {
+    std::cerr << "Schedule(" << scheduler::PolicyName(p) << ") failed: " << plan.status() << "\n";
+    std::abort();
+  }
+  const Status ok = scheduler::VerifyPlan(*plan, batch);
+  if (!ok.ok()) {
+    std::cerr << "VerifyPlan FAILED for " << scheduler::PolicyName(p) << ": " << ok << "\n"
+              << plan->DebugString();
+    std::abort();
+  }
+  return std::move(*plan);
+}
 
 // Where one policy's simulated time goes, summed over steps.
 struct Breakdown {
@@ -96,6 +118,18 @@ struct Breakdown {
   double all_reduce = 0;     // gradient all-reduce not hidden by the last backward
   double seconds_zero2 = 0;  // iteration with the plan priced at ZeRO-2
 };
+
+// Adds a skrull plan's distributed sequences, and those on a CP sub-group.
+void CountSubGroups(const scheduler::Plan& plan, int64_t* distributed, int64_t* on_sub_group) {
+  for (const auto& rank : plan.ranks) {
+    for (const auto& mb : rank.micro_batches) {
+      for (const auto& s : mb.sequences) {
+        *distributed += s.distributed() ? 1 : 0;
+        *on_sub_group += s.on_sub_group(plan.topology.cp) ? 1 : 0;
+      }
+    }
+  }
+}
 
 Result RunSetting(const Setting& s, const Flags& flags) {
   auto model = scheduler::ModelPreset(s.model);
@@ -138,8 +172,8 @@ Result RunSetting(const Setting& s, const Flags& flags) {
   std::mt19937_64 rng(sim.seed);
   std::uniform_int_distribution<size_t> pick(0, dataset.size() - 1);
   std::map<std::string, Breakdown> totals;
-  int64_t verified = 0;
-  double batch_tokens_sum = 0;
+  int64_t verified = 0, distributed = 0, on_sub_group = 0;
+  double batch_tokens_sum = 0, no_sub_groups_seconds = 0;
   scheduler::ScheduleOptions so;
   so.topology = s.topology;
   so.bucket_size_tokens = bucket;
@@ -152,30 +186,24 @@ Result RunSetting(const Setting& s, const Flags& flags) {
       batch_tokens_sum += static_cast<double>(batch[k].length);
     }
     for (Policy p : policies) {
-      auto plan = scheduler::Schedule(p, batch, so, cost);
-      if (!plan.ok()) {
-        std::cerr << "Schedule(" << scheduler::PolicyName(p) << ") failed: " << plan.status()
-                  << "\n";
-        std::abort();
-      }
-      skrull::Status ok = scheduler::VerifyPlan(*plan, batch);
-      if (!ok.ok()) {
-        std::cerr << "VerifyPlan FAILED for " << scheduler::PolicyName(p) << " step " << step
-                  << ": " << ok << "\n"
-                  << plan->DebugString();
-        std::abort();
-      }
+      const scheduler::Plan plan = VerifiedPlan(p, batch, so, cost);
       ++verified;
+      if (p == Policy::kSkrull) CountSubGroups(plan, &distributed, &on_sub_group);
       const scheduler::IterationTime it =
-          scheduler::SimulatePlan(*plan, cost, hw, scheduler::PricingZeroStage(p, 0));
+          scheduler::SimulatePlan(plan, cost, hw, scheduler::PricingZeroStage(p, 0));
       const double slowest = it.seconds - it.exposed_all_reduce_seconds;
       Breakdown& b = totals[scheduler::PolicyName(p)];
       b.seconds += it.seconds;
       b.compute += it.compute_seconds;
       b.exposed_comm += slowest - it.compute_seconds;
       b.all_reduce += it.exposed_all_reduce_seconds;
-      b.seconds_zero2 += scheduler::SimulatePlan(*plan, cost, hw, 2).seconds;
+      b.seconds_zero2 += scheduler::SimulatePlan(plan, cost, hw, 2).seconds;
     }
+    scheduler::ScheduleOptions without = so;
+    without.sub_groups = false;
+    const scheduler::Plan plan = VerifiedPlan(Policy::kSkrull, batch, without, cost);
+    ++verified;
+    no_sub_groups_seconds += scheduler::SimulatePlan(plan, cost, hw).seconds;
   }
 
   Result result;
@@ -183,6 +211,9 @@ Result RunSetting(const Setting& s, const Flags& flags) {
   result.tight_bound_seconds = report->tight_bound_seconds;
   result.skrull_zero2_seconds = totals["skrull"].seconds_zero2 / flags.steps;
   result.skrull_compute_seconds = totals["skrull"].compute / flags.steps;
+  result.skrull_no_sub_groups_seconds = no_sub_groups_seconds / flags.steps;
+  result.sub_group_fraction =
+      distributed > 0 ? static_cast<double>(on_sub_group) / static_cast<double>(distributed) : 0;
   const double cp_all = totals["cp-all"].seconds / flags.steps;
   const double balanced = totals["balanced-cp"].seconds / flags.steps;
   std::vector<std::vector<std::string>> rows;
@@ -240,10 +271,12 @@ struct PaperRow {
 };
 
 // skrull vs deepspeed (both on ZeRO-2, as the paper ran them) next to the
-// paper's Fig. 3 speedups, and skrull over the tight lower bound.
+// paper's Fig. 3 speedups, skrull over the tight lower bound, and skrull
+// with CP sub-groups vs without them and vs balanced-cp (ZeRO stage 0).
 void PrintPaperTable(const std::vector<PaperRow>& rows) {
   std::vector<std::vector<std::string>> table;
-  double sum = 0, paper_sum = 0, bound_sum = 0;
+  double sum = 0, paper_sum = 0, bound_sum = 0, gain_sum = 0, balanced_sum = 0;
+  double worst_gain = 0;
   int n = 0;
   for (const PaperRow& row : rows) {
     const Setting& s = *row.setting;
@@ -252,6 +285,9 @@ void PrintPaperTable(const std::vector<PaperRow>& rows) {
     const double speedup = deepspeed / r.skrull_zero2_seconds;
     const double over_bound = r.mean_seconds.at("skrull") / r.tight_bound_seconds;
     const bool paper = s.paper_vs_deepspeed > 0;
+    const double skrull = r.mean_seconds.at("skrull");
+    const double gain = r.skrull_no_sub_groups_seconds / skrull;
+    const double vs_balanced = r.mean_seconds.at("balanced-cp") / skrull;
     table.push_back(
         {s.model, s.dataset, Fmt("%.1f", deepspeed * 1e3),
          Fmt("%.1f", r.skrull_zero2_seconds * 1e3), Fmt("%.2fx", speedup),
@@ -259,28 +295,36 @@ void PrintPaperTable(const std::vector<PaperRow>& rows) {
          paper ? Fmt("%+.0f%%", (speedup / s.paper_vs_deepspeed - 1) * 100) : std::string("-"),
          Fmt("%.1f", r.tight_bound_seconds * 1e3), Fmt("%.2fx", over_bound),
          Fmt("%.2fx", r.skrull_zero2_seconds / r.tight_bound_seconds),
-         Fmt("%.2fx", r.skrull_compute_seconds / r.tight_bound_seconds)});
+         Fmt("%.2fx", r.skrull_compute_seconds / r.tight_bound_seconds),
+         Fmt("%.1f", r.skrull_no_sub_groups_seconds * 1e3), Fmt("%.3fx", gain),
+         Fmt("%.3fx", vs_balanced), Fmt("%.0f%%", r.sub_group_fraction * 100)});
     if (!paper) continue;
     sum += speedup;
     paper_sum += s.paper_vs_deepspeed;
     bound_sum += over_bound;
+    gain_sum += gain;
+    balanced_sum += vs_balanced;
+    worst_gain = n == 0 ? gain : std::min(worst_gain, gain);
     ++n;
   }
   std::printf(
       "\n== paper table: skrull vs deepspeed, both priced on ZeRO-2 (the paper's setup), "
       "next to the paper's Fig. 3; tight bound: every sequence at its best efficiency, "
-      "perfectly balanced, no communication\n");
-  std::printf("%s",
-              FormatTable({"model", "dataset", "deepspeed ms", "skrull ms (ZeRO-2)",
-                           "skrull vs deepspeed", "paper", "ours vs paper", "tight bound ms",
-                           "skrull / bound", "skrull ZeRO-2 / bound", "skrull compute / bound"},
-                          table)
-                  .c_str());
+      "perfectly balanced, no communication; sub-groups: skrull (ZeRO stage 0) with CP "
+      "sub-groups vs without them on the same batches, and vs balanced-cp\n");
+  std::printf("%s", FormatTable({"model", "dataset", "deepspeed ms", "skrull ms (ZeRO-2)",
+                                 "skrull vs deepspeed", "paper", "ours vs paper", "tight bound ms",
+                                 "skrull / bound", "skrull ZeRO-2 / bound",
+                                 "skrull compute / bound", "no sub-groups ms", "sub-groups gain",
+                                 "skrull vs balanced-cp", "dist. seqs on sub-groups"},
+                                table)
+                        .c_str());
   if (n > 0) {
     std::printf(
         "over the %d paper settings: skrull vs deepspeed mean %.2fx (paper %.2fx); skrull "
-        "(ZeRO stage 0) / tight bound mean %.2fx\n",
-        n, sum / n, paper_sum / n, bound_sum / n);
+        "(ZeRO stage 0) / tight bound mean %.2fx; sub-groups gain mean %.3fx (worst %.3fx); "
+        "skrull vs balanced-cp mean %.3fx\n",
+        n, sum / n, paper_sum / n, bound_sum / n, gain_sum / n, worst_gain, balanced_sum / n);
   }
 }
 

@@ -15,8 +15,8 @@
 //     a sequence exceeds BucketSize, also "the d longest over all ranks,
 //     each other sequence on the least-loaded aligned group of the smallest
 //     size its shard fits, widened w times" for d in {0, 1, 2, 4}, w in
-//     {0, 1} (DACP with sub-groups is not priced: on bench_sub_group_cp it
-//     won 0.001x for +26 ms CPU on 65,536 ChatQA2 sequences);
+//     {0, 1} (DACP with sub-groups is not priced: it won 0.001x for +26 ms
+//     CPU on 65,536 ChatQA2 sequences, docs/scheduler.md);
 //   - per DP rank, the deal at m (and m+1..m+extra_micro_batch_counts) vs
 //     two tighter packings: FLOPs-balanced LPT under the shard capacity and
 //     first-fit decreasing (balanced-cp's);

@@ -36,8 +36,15 @@ GPU_PACKAGES=(
   prometheus python3 python3-yaml python3-jinja2 nodejs npm openssl
 )
 
+# The root sees a clean environment, except the host's proxy settings (the
+# suite's npm fetches of helm and the tokenizer references go through them).
+proxy_env=()
+for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+  [ -n "${!v:-}" ] && proxy_env+=("$v=${!v}")
+done
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+  HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "${proxy_env[@]}" \
+  NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
   CCACHE_DIR=/ccache CCACHE_BASEDIR=/ CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=20G "$@"; }
 
 mounts=()
@@ -93,6 +100,17 @@ install_cudnn() {
   in_root ldconfig
 }
 
+# The root trusts what the host trusts: local CAs (a proxy's, a company's)
+# from /usr/local/share/ca-certificates, or npm in the root fails with
+# SELF_SIGNED_CERT_IN_CHAIN where the host's npm works.
+trust_host_cas() {
+  compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null || return 0
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  in_root update-ca-certificates >/dev/null 2>&1 ||
+    { log "update-ca-certificates failed in the root"; exit 2; }
+}
+
 build_and_test() {
   bind "$SKRULL_ROOT" /src
   bind /proc /proc
@@ -130,4 +148,5 @@ build_and_test() {
 
 make_root
 install_cudnn
+trust_host_cas
 build_and_test "$@"
