@@ -1,16 +1,10 @@
 #include "trainer/dist/profile.h"
 
 #include <ATen/ATen.h>
-#include <malloc.h>
-#ifdef SKRULL_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <random>
 
@@ -22,9 +16,9 @@
 #include "trainer/dist/cp_exchange.h"
 #include "trainer/dist/process_groups.h"
 #include "trainer/dist/runtime_guard.h"
-#include "trainer/metrics/process_memory.h"
 #include "trainer/model/model.h"
 #include "trainer/model/torch_compat.h"
+#include "trainer/train/device_memory.h"
 #include "trainer/train/model_options.h"
 #include "trainer/train/optimizer.h"
 
@@ -59,66 +53,6 @@ double CollectiveFactor(scheduler::CollectiveOp op, int n) {
   const double f = static_cast<double>(n - 1) / n;
   return op == scheduler::CollectiveOp::kAllReduce ? 2 * f : f;
 }
-
-// Memory of the device the model runs on: the peak since the last reset.
-class MemoryProbe {
- public:
-  explicit MemoryProbe(c10::Device device) : device_(device) {}
-
-  void ResetPeak() {
-    if (device_.is_cuda()) {
-#ifdef SKRULL_WITH_CUDA
-      c10::cuda::CUDACachingAllocator::resetPeakStats(device_.index());
-#endif
-      return;
-    }
-    malloc_trim(0);
-    // Linux: writing 5 resets VmHWM to the current RSS. Without it the
-    // samples still work because they are taken in ascending size.
-    std::ofstream("/proc/self/clear_refs") << "5";
-  }
-  uint64_t PeakBytes() const {
-    if (device_.is_cuda()) {
-#ifdef SKRULL_WITH_CUDA
-      auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index());
-      return static_cast<uint64_t>(stats.allocated_bytes[0].peak);
-#else
-      return 0;
-#endif
-    }
-    auto peak = metrics::ReadProcessPeakRssBytes();
-    return peak.ok() ? *peak : 0;
-  }
-  uint64_t CurrentBytes() const {
-    if (device_.is_cuda()) {
-#ifdef SKRULL_WITH_CUDA
-      auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index());
-      return static_cast<uint64_t>(stats.allocated_bytes[0].current);
-#else
-      return 0;
-#endif
-    }
-    malloc_trim(0);
-    auto text = ReadFileToString("/proc/self/status");
-    if (!text.ok()) return 0;
-    auto rss = metrics::ParseProcKilobytesField(*text, "VmRSS");
-    return rss.ok() ? *rss : 0;
-  }
-  uint64_t CapacityBytes(int procs_sharing) const {
-    if (device_.is_cuda()) {
-#ifdef SKRULL_WITH_CUDA
-      return at::cuda::getDeviceProperties(device_.index())->totalGlobalMem;
-#else
-      return 0;
-#endif
-    }
-    auto cap = metrics::ReadHostMemoryCapacityBytes();
-    return cap.ok() ? *cap / static_cast<uint64_t>(std::max(1, procs_sharing)) : 0;
-  }
-
- private:
-  c10::Device device_;
-};
 
 // `count` sequences of `length` random tokens, packed.
 model::PackedBatch RandomBatch(int64_t count, int64_t length, int64_t vocab, c10::Device device,
@@ -211,8 +145,8 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
     SKRULL_ASSIGN_OR_RETURN(scheduler::ModelConfig config,
                             scheduler::ParseHfConfigJson(config_text, job.model.config));
     const model::ModelOptions mo = train::ModelOptionsFromSpec(job, device);
-    MemoryProbe memory(device);
-    const uint64_t before_model = memory.CurrentBytes();
+    std::unique_ptr<train::DeviceMemory> memory = train::MakeDeviceMemory(device);
+    const uint64_t before_model = memory->CurrentBytes();
     SKRULL_ASSIGN_OR_RETURN(std::unique_ptr<model::DecoderModel> model,
                             model::DecoderModel::Create(config, mo));
     train::Optimizer optimizer(model->NamedTrainableParameters(),
@@ -227,7 +161,7 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
     step(RandomBatch(1, 16, vocab, device, &rng));
     optimizer.ReducibleGradients();
     optimizer.Step(1e-9);
-    const uint64_t static_bytes = memory.CurrentBytes();
+    const uint64_t static_bytes = memory->CurrentBytes();
 
     std::unique_ptr<ProcessGroups> groups;
     if (env.layout.world_size() > 1) {
@@ -238,17 +172,18 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
       SKRULL_C10D_CHECK(groups->world(), "barrier", 0, barrier->wait());
     }
 
-    // Memory and dense compute vs tokens (ascending: see MemoryProbe).
+    // Memory and dense compute vs tokens, ascending: where the peak cannot be
+    // reset, each sample's peak is then still its own.
     std::vector<int64_t> counts = o.token_counts;
     std::sort(counts.begin(), counts.end());
     Samples memory_samples, token_seconds;
     for (int64_t tokens : counts) {
       const int64_t seqs = std::max<int64_t>(1, tokens / o.short_sequence_tokens);
       model::PackedBatch b = RandomBatch(seqs, o.short_sequence_tokens, vocab, device, &rng);
-      memory.ResetPeak();
+      memory->ResetPeak();
       step(b);
       optimizer.ZeroGrad();
-      const double peak = static_cast<double>(memory.PeakBytes());
+      const double peak = static_cast<double>(memory->TakePeak().allocated_bytes);
       memory_samples.emplace_back(seqs * o.short_sequence_tokens,
                                   std::max(0.0, peak - static_cast<double>(static_bytes)));
       token_seconds.emplace_back(seqs * o.short_sequence_tokens, TimeIt(o.repeats, device, [&] {
@@ -342,8 +277,9 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
     LinearFit mem = FitLine(xs, ys);
     const double alpha = std::max(mem.slope, 1.0);
     const double beta = std::max(0.0, mem.intercept);
-    const uint64_t capacity =
-        memory.CapacityBytes(device.is_cuda() ? 1 : env.layout.procs_per_node());
+    // A GPU is the rank's own; host memory is shared by the node's ranks.
+    const int sharing = device.is_cuda() ? 1 : std::max(1, env.layout.procs_per_node());
+    const uint64_t capacity = memory->CapacityBytes() / static_cast<uint64_t>(sharing);
     int64_t bucket =
         MemoryLimitTokens(static_cast<double>(capacity), static_cast<double>(static_bytes), beta,
                           alpha, o.safety_margin);

@@ -63,6 +63,13 @@ StatusOr<uint64_t> ReadProcessPeakRssBytes(const std::string& proc_status_path) 
   return bytes;
 }
 
+StatusOr<uint64_t> ReadProcessRssBytes(const std::string& proc_status_path) {
+  SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(proc_status_path));
+  StatusOr<uint64_t> bytes = ParseProcKilobytesField(text, "VmRSS");
+  if (!bytes.ok()) return bytes.status().WithContext(proc_status_path);
+  return bytes;
+}
+
 StatusOr<uint64_t> ReadHostMemoryCapacityBytes(const std::string& meminfo_path,
                                                const std::string& cgroup_memory_max_path) {
   SKRULL_ASSIGN_OR_RETURN(std::string meminfo, ReadFileToString(meminfo_path));

@@ -21,6 +21,9 @@ StatusOr<uint64_t> ParseProcKilobytesField(std::string_view text, std::string_vi
 StatusOr<uint64_t> ReadProcessPeakRssBytes(
     const std::string& proc_status_path = "/proc/self/status");
 
+// Resident set size (VmRSS) of this process now, in bytes.
+StatusOr<uint64_t> ReadProcessRssBytes(const std::string& proc_status_path = "/proc/self/status");
+
 // Memory this process can use, in bytes: MemTotal of /proc/meminfo, lowered to
 // the cgroup v2 limit (memory.max) when that file exists and holds a number.
 StatusOr<uint64_t> ReadHostMemoryCapacityBytes(

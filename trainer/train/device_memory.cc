@@ -6,6 +6,9 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
+#include <malloc.h>
+
+#include <fstream>
 #include <string>
 
 #include "trainer/metrics/process_memory.h"
@@ -23,6 +26,15 @@ class HostMemory : public DeviceMemory {
   uint64_t CapacityBytes() override {
     StatusOr<uint64_t> capacity = metrics::ReadHostMemoryCapacityBytes();
     return capacity.ok() ? *capacity : 0;
+  }
+  uint64_t CurrentBytes() override {
+    malloc_trim(0);
+    StatusOr<uint64_t> rss = metrics::ReadProcessRssBytes();
+    return rss.ok() ? *rss : 0;
+  }
+  void ResetPeak() override {
+    malloc_trim(0);
+    std::ofstream("/proc/self/clear_refs") << "5";  // proc(5): 5 resets VmHWM
   }
 };
 
@@ -46,6 +58,11 @@ class CudaMemory : public DeviceMemory {
   uint64_t CapacityBytes() override {
     return static_cast<uint64_t>(at::cuda::getDeviceProperties(index_)->totalGlobalMem);
   }
+  uint64_t CurrentBytes() override {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index_);
+    return static_cast<uint64_t>(stats.allocated_bytes[kAggregate].current);
+  }
+  void ResetPeak() override { c10::cuda::CUDACachingAllocator::resetPeakStats(index_); }
 
  private:
   c10::DeviceIndex index_;

@@ -37,6 +37,13 @@ class DeviceMemory {
   virtual MemoryPeak TakePeak() = 0;
   // Memory the rank may use, in bytes; 0 = unknown.
   virtual uint64_t CapacityBytes() = 0;
+  // Bytes in use now (CUDA: held by tensors; CPU: the resident set after the
+  // heap's free memory went back to the OS); 0 = unknown.
+  virtual uint64_t CurrentBytes() { return 0; }
+  // Starts the next peak from now where TakePeak cannot (CPU: resets VmHWM
+  // to the current resident set, Linux >= 4.0); CUDA: TakePeak already does.
+  // For measurements (skrull-trainer profile); the trainer does not call it.
+  virtual void ResetPeak() {}
 };
 
 // The implementation for `device` (CUDA in a CUDA build, else host memory).
