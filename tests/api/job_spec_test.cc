@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "tests/api/job_builder.h"
+#include "tests/test_temp_dir.h"
 
 namespace skrull::api {
 namespace {
@@ -23,14 +24,7 @@ JobSpec MustLoad(const std::string& text, const std::string& base_dir = "") {
   return spec.ok() ? *spec : JobSpec{};
 }
 
-std::string TempDir() {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("skrull_api_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-              "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+std::string TempDir() { return ::skrull::testing_util::TestTempDir("api"); }
 
 // A spec where every field differs from its default.
 JobSpec EverythingSet() {

@@ -13,6 +13,7 @@
 #include "api/job_spec.h"
 #include "api/skrull_job_cli.h"
 #include "common/file_util.h"
+#include "tests/test_temp_dir.h"
 
 namespace skrull::api {
 namespace {
@@ -30,15 +31,7 @@ std::string Env(const char* name) {
   return v == nullptr ? "" : v;
 }
 
-std::string ScratchDir() {
-  fs::path dir =
-      fs::temp_directory_path() /
-      ("skrull_job_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-       "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+std::string ScratchDir() { return ::skrull::testing_util::TestTempDir("job_test"); }
 
 // Runs `skrull-job <args>` in the source root; args are passed to the shell as is.
 CliRun SkrullJob(const std::string& args) {

@@ -1,4 +1,5 @@
 #include "common/file_util.h"
+#include "tests/test_temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -7,15 +8,7 @@
 namespace skrull {
 namespace {
 
-std::string TempDir() {
-  auto dir =
-      std::filesystem::temp_directory_path() /
-      ("skrull_file_util_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-       "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+std::string TempDir() { return ::skrull::testing_util::TestTempDir("file_util"); }
 
 TEST(FileUtil, AtomicWriteCreatesParentsAndReplaces) {
   std::string dir = TempDir();

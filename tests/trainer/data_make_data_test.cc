@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/file_util.h"
+#include "tests/test_temp_dir.h"
 #include "trainer/data/byte_tokenizer.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/key_retrieval.h"
@@ -20,14 +21,7 @@ using api::DataFormat;
 #define EXPECT_HAS(haystack, needle) \
   EXPECT_NE((haystack).find(needle), std::string::npos) << "message: " << (haystack)
 
-std::string TempDir() {
-  auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = std::filesystem::temp_directory_path() /
-             ("skrull_make_data_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+std::string TempDir() { return ::skrull::testing_util::TestTempDir("make_data"); }
 
 KeyRetrievalOptions Small(uint64_t seed = 1) {
   KeyRetrievalOptions o;

@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "tests/test_temp_dir.h"
 #include "trainer/data/dataset.h"
 
 #define EXPECT_HAS(haystack, needle) \
@@ -21,15 +22,7 @@
 namespace skrull::data {
 
 // A fresh directory named after the running test.
-inline std::string TempDir() {
-  auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = std::filesystem::temp_directory_path() /
-             ("skrull_data_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-              std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+inline std::string TempDir() { return ::skrull::testing_util::TestTempDir("data"); }
 
 // Writes `contents` to a fresh file and returns options for it.
 inline DatasetOptions WriteData(const std::string& contents,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "controller/kube/kube_api.h"
+#include "tests/test_temp_dir.h"
 
 namespace skrull::kube::testing {
 
@@ -62,15 +63,7 @@ inline std::string Rv(const json& object) {
 }
 
 // A fresh empty directory named after the running test.
-inline std::string TempDir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = std::filesystem::temp_directory_path() /
-             ("skrull_kube_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-              std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+inline std::string TempDir() { return ::skrull::testing_util::TestTempDir("kube"); }
 
 // "ADDED a", "DELETED b", ... for the non-bookmark events.
 inline std::vector<std::string> Describe(const std::vector<WatchEvent>& events) {
