@@ -60,6 +60,12 @@ LABEL org.opencontainers.image.title="skrull-trainer" \
       org.opencontainers.image.revision="${REVISION}"
 COPY docker/apt-install.sh /usr/local/lib/skrull/apt-install.sh
 COPY --from=build /out/runtime-packages.txt /tmp/runtime-packages.txt
+# libtorch-cuda-2.6 depends on nvidia-cudnn (the downloader), which depends on
+# nvidia-cuda-dev: 2.5 GB of static CUDA archives and headers nothing runs.
+# dpkg leaves those files out (as -slim leaves out docs); the packages stay
+# installed, so apt-get in images built on this one still works.
+RUN printf '%s\n' 'path-exclude /usr/lib/*.a' 'path-exclude /usr/include/*' \
+      > /etc/dpkg/dpkg.cfg.d/skrull-no-build-files
 COPY --from=build /out/cudnn /tmp/cudnn
 # The packages owning the binary's libraries, computed from it (libtorch-cuda-2.6,
 # libnccl2, the CUDA runtime libraries, ...). Their dependencies bring Debian's

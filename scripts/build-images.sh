@@ -298,6 +298,7 @@ spec:
   model: {config: config.json}
   data: {path: data.jsonl, format: tokenized-jsonl}
   parallelism: {nodes: 1, procsPerNode: 2, dataParallel: 1, contextParallel: 2}
+  resources: {gpusPerProc: 0}
   scheduler: {policy: skrull, bucketSize: 512, batchSize: 8, seed: 1}
   training: {steps: 3, learningRate: 1e-3, precision: fp32, outputDir: out}
   metrics: {port: 0}
