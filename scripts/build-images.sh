@@ -381,5 +381,6 @@ main() {
   return "$failed"
 }
 
-# Sourcing this file (as the tests do) defines the functions only.
+# Sourcing this file defines the functions only (to rerun one step by hand,
+# e.g. smoke_trainer trainer).
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then main "$@"; fi
