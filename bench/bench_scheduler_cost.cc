@@ -116,16 +116,7 @@ bool RunCase(const Case& c, const std::string& dataset_name, const Flags& flags)
                                                         caller_start);
       cpu_micros[scheduler::PolicyName(p)].push_back(CpuMicros(CLOCK_PROCESS_CPUTIME_ID) -
                                                      cpu_start);
-      if (!plan.ok()) {
-        std::cerr << "Schedule(" << scheduler::PolicyName(p) << ") failed: " << plan.status()
-                  << "\n";
-        std::abort();
-      }
-      skrull::Status ok = scheduler::VerifyPlan(*plan, batches[static_cast<size_t>(r)]);
-      if (!ok.ok()) {
-        std::cerr << "VerifyPlan FAILED for " << scheduler::PolicyName(p) << ": " << ok << "\n";
-        std::abort();
-      }
+      VerifiedOrAbort(p, std::move(plan), batches[static_cast<size_t>(r)]);  // outside the timing
       micros[scheduler::PolicyName(p)].push_back(
           std::chrono::duration<double, std::micro>(end - start).count());
     }

@@ -96,18 +96,7 @@ struct Result {
 scheduler::Plan VerifiedPlan(Policy p, const std::vector<scheduler::Sequence>& batch,
                              const scheduler::ScheduleOptions& so,
                              const scheduler::CostModel& cost) {
-  auto plan = scheduler::Schedule(p, batch, so, cost);
-  if (!plan.ok()) {
-    std::cerr << "Schedule(" << scheduler::PolicyName(p) << ") failed: " << plan.status() << "\n";
-    std::abort();
-  }
-  const Status ok = scheduler::VerifyPlan(*plan, batch);
-  if (!ok.ok()) {
-    std::cerr << "VerifyPlan FAILED for " << scheduler::PolicyName(p) << ": " << ok << "\n"
-              << plan->DebugString();
-    std::abort();
-  }
-  return std::move(*plan);
+  return VerifiedOrAbort(p, scheduler::Schedule(p, batch, so, cost), batch);
 }
 
 // Where one policy's simulated time goes, summed over steps.

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <utility>
 
 namespace skrull::bench {
 
@@ -24,6 +27,21 @@ std::vector<int64_t> Truncate(const std::vector<int64_t>& lengths, int64_t max_t
   }
   if (truncated != nullptr) *truncated = n;
   return out;
+}
+
+scheduler::Plan VerifiedOrAbort(scheduler::Policy policy, StatusOr<scheduler::Plan> plan,
+                                const std::vector<scheduler::Sequence>& batch) {
+  const std::string name = scheduler::PolicyName(policy);
+  if (!plan.ok()) {
+    std::cerr << "Schedule(" << name << ") failed: " << plan.status() << "\n";
+    std::abort();
+  }
+  const Status ok = scheduler::VerifyPlan(*plan, batch);
+  if (!ok.ok()) {
+    std::cerr << "VerifyPlan FAILED for " << name << ": " << ok << "\n" << plan->DebugString();
+    std::abort();
+  }
+  return std::move(*plan);
 }
 
 }  // namespace skrull::bench

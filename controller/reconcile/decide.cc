@@ -55,9 +55,8 @@ struct PodView {
   // The kernel's OOM killer (OOMKilled, 137), or the trainer's own exit
   // status after a CUDA out-of-memory error (trainer/metrics/oom_record.h).
   bool DiedOfMemory() const {
-    return phase == kPodFailed &&
-           (failure.find("OOMKilled") != std::string::npos ||
-            failure.rfind("exit code 137", 0) == 0 || ExitedWith(metrics::kOutOfMemoryExitCode));
+    return phase == kPodFailed && (failure.find("OOMKilled") != std::string::npos ||
+                                   ExitedWith(137) || ExitedWith(metrics::kOutOfMemoryExitCode));
   }
   // failure is "exit code <code>", maybe followed by " (reason)" or ": message".
   bool ExitedWith(int code) const {

@@ -145,10 +145,12 @@ struct RunDirOptions {
 // step-down rule), whatever else the summary says; it also gives the
 // BucketSize and device when the summary does not (a single-process run
 // writes no summary when it fails).
-// On CPU (device "cpu" in the ranks' summaries; with no rank summary at all,
-// assumed, since the trainer reports a capacity on CPU only) capacity is host
+// On CPU (device "cpu" in the ranks' summaries or out-of-memory records;
+// with neither, assumed: metrics lines name no device) capacity is host
 // memory that the node's ranks share, so each rank gets capacity /
-// procs_per_node. Every step of the metrics
+// procs_per_node. Known gap: a GPU run that left neither (its launcher was
+// killed) has its device capacity divided too, which only makes the tuner
+// more cautious; metrics lines would need a device field to tell. Every step of the metrics
 // files counts: a resumed run or a re-run into the same directory appends to
 // them, which is right as long as the job's model, parallelism and precision
 // did not change. A summary without metrics files is fine (a run that died of

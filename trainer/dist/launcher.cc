@@ -18,7 +18,6 @@
 #include "trainer/dist/run_summary.h"
 
 namespace skrull::dist {
-namespace {
 
 StatusOr<int> ParseIntVar(const EnvMap& env, const char* name, int min_value, int default_value) {
   auto it = env.find(name);
@@ -33,6 +32,8 @@ StatusOr<int> ParseIntVar(const EnvMap& env, const char* name, int min_value, in
   }
   return static_cast<int>(v);
 }
+
+namespace {
 
 // The position variables of a rank's environment; kUnset where absent.
 constexpr int kUnset = -1;

@@ -34,6 +34,11 @@ namespace skrull::dist {
 
 using EnvMap = std::map<std::string, std::string>;
 
+// The integer variable `name` of `env`; `default_value` when it is unset or
+// empty. InvalidArgument naming the variable when it is not an integer in
+// [min_value, 2^30].
+StatusOr<int> ParseIntVar(const EnvMap& env, const char* name, int min_value, int default_value);
+
 // `environ` as a map (for main()).
 EnvMap EnvironmentToMap(char** environ_ptr);
 

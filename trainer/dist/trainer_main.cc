@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <climits>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include "trainer/dist/distributed_trainer.h"
 #include "trainer/dist/env.h"
+#include "trainer/dist/launcher.h"
 #include "trainer/dist/profile.h"
 #include "trainer/train/collectives.h"
 #include "trainer/train/trainer.h"
@@ -86,20 +86,6 @@ Status CheckOutputDirs(const api::JobSpec& job, const TrainerCommandLine& cl, co
                                  ? std::string("--output-dir")
                                  : cl.trainer.job_file + ": spec.training.outputDir";
   return CheckOutputDirUsable(job.training.output_dir, origin);
-}
-
-// The out-of-memory test hook's step (env::kTestOutOfMemoryAtStep); -1 unset.
-StatusOr<int64_t> OutOfMemoryTestStep(const EnvMap& env) {
-  const auto it = env.find(env::kTestOutOfMemoryAtStep);
-  if (it == env.end() || it->second.empty()) return int64_t{-1};
-  char* end = nullptr;
-  const long long step = std::strtoll(it->second.c_str(), &end, 10);
-  if (*end != '\0' || step < 0) {
-    return InvalidArgumentError(std::string(env::kTestOutOfMemoryAtStep) +
-                                ": must be a step number >= 0 (got \"" + it->second +
-                                "\"); it is a test hook: unset it to train");
-  }
-  return static_cast<int64_t>(step);
 }
 
 }  // namespace
@@ -183,7 +169,8 @@ int TrainerMain(int argc, char** argv, char** envp) {
   options.device = flags.device;
   options.stop_after_steps = flags.stop_after_steps;
   options.serve_metrics = flags.serve_metrics;
-  StatusOr<int64_t> oom_step = OutOfMemoryTestStep(env);
+  // The out-of-memory test hook's step; -1 when unset.
+  StatusOr<int> oom_step = ParseIntVar(env, env::kTestOutOfMemoryAtStep, 0, -1);
   if (!oom_step.ok()) return Fail(oom_step.status());
   options.out_of_memory_at_step = *oom_step;
 

@@ -56,18 +56,24 @@ StatusOr<uint64_t> ParseProcKilobytesField(std::string_view text, std::string_vi
   return NotFoundError(std::string(field) + ": no such field");
 }
 
-StatusOr<uint64_t> ReadProcessPeakRssBytes(const std::string& proc_status_path) {
+namespace {
+
+// One "<field>: <n> kB" value of a /proc/<pid>/status file, in bytes.
+StatusOr<uint64_t> ReadStatusField(const std::string& proc_status_path, std::string_view field) {
   SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(proc_status_path));
-  StatusOr<uint64_t> bytes = ParseProcKilobytesField(text, "VmHWM");
+  StatusOr<uint64_t> bytes = ParseProcKilobytesField(text, field);
   if (!bytes.ok()) return bytes.status().WithContext(proc_status_path);
   return bytes;
 }
 
+}  // namespace
+
+StatusOr<uint64_t> ReadProcessPeakRssBytes(const std::string& proc_status_path) {
+  return ReadStatusField(proc_status_path, "VmHWM");
+}
+
 StatusOr<uint64_t> ReadProcessRssBytes(const std::string& proc_status_path) {
-  SKRULL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(proc_status_path));
-  StatusOr<uint64_t> bytes = ParseProcKilobytesField(text, "VmRSS");
-  if (!bytes.ok()) return bytes.status().WithContext(proc_status_path);
-  return bytes;
+  return ReadStatusField(proc_status_path, "VmRSS");
 }
 
 StatusOr<uint64_t> ReadHostMemoryCapacityBytes(const std::string& meminfo_path,

@@ -52,7 +52,7 @@ class CudaMemory : public DeviceMemory {
     MemoryPeak peak;
     peak.allocated_bytes = static_cast<uint64_t>(stats.allocated_bytes[kAggregate].peak);
     peak.reserved_bytes = static_cast<uint64_t>(stats.reserved_bytes[kAggregate].peak);
-    c10::cuda::CUDACachingAllocator::resetPeakStats(index_);
+    ResetPeak();
     return peak;
   }
   uint64_t CapacityBytes() override {

@@ -156,8 +156,8 @@ ZeroOptimizer::ZeroOptimizer(std::vector<model::NamedTensor> params,
   exp_avg_sq_ = torch::zeros_like(exp_avg_);
   grad_ = torch::zeros_like(exp_avg_);
   bucket_pieces_.resize(partition_.buckets().size());
+  size_t b = 0;  // the bucket whose slice holds the piece (pieces are in shard order)
   for (const ZeroPiece& pc : pieces_) {
-    size_t b = 0;  // the bucket whose slice holds the piece
     while (b + 1 < partition_.buckets().size() &&
            partition_.buckets()[b + 1].shard_offset <= pc.shard_offset) {
       ++b;
