@@ -5,13 +5,14 @@
 #include <numeric>
 
 #include "common/status.h"
+#include "scheduler/layout.h"
 #include "scheduler/plan.h"
 
 namespace skrull::scheduler {
 namespace {
 
 constexpr int kUnassigned = std::numeric_limits<int>::min();  // aliases no placement code
-// Budgets are exact integers with the default ceil shards; the tolerance
+// Budgets are exact integers with the default shards; the tolerance
 // only matters for injected fractional shard costs (S / N).
 constexpr double kEps = 1e-9;
 
@@ -27,7 +28,7 @@ class Dacp {
       length_.push_back(s);
       flops_.push_back(o.flops(s));
       shard_tokens_.push_back(o.shard_tokens ? o.shard_tokens(s, n_)
-                                             : static_cast<double>((s + n_ - 1) / n_));
+                                             : static_cast<double>(scheduler::ShardTokens(s, n_)));
       shard_flops_.push_back(o.sharded_flops ? o.sharded_flops(s, n_) : flops_.back() / n_);
     }
     ret_.assign(length_.size(), kUnassigned);
@@ -91,7 +92,7 @@ class Dacp {
     if (size == n_) return shard_tokens_[i];
     const int64_t s = length_[i];
     return options_.shard_tokens ? options_.shard_tokens(s, size)
-                                 : static_cast<double>((s + size - 1) / size);
+                                 : static_cast<double>(scheduler::ShardTokens(s, size));
   }
   double ShardFlops(size_t i, int size) const {
     if (size == n_) return shard_flops_[i];

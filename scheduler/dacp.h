@@ -9,7 +9,7 @@
 //   2. else local on the rank with the most room (argmax RB) if it fits;
 //   3. else, with sub_groups, on the smallest aligned sub-group size
 //      (2, 4, ... < N) at which some group's tightest rank holds a shard
-//      (ceil(S / size) tokens), on the least-loaded such group (sum of L;
+//      (ShardTokens(S, size), layout.h), on the least-loaded such group (sum of L;
 //      ties: lowest first rank);
 //   4. else distributed over all N if the tightest rank (argmin RB) holds a
 //      shard;
@@ -49,8 +49,9 @@ struct DacpOptions {
   std::function<double(int64_t)> flops;
   // FLOPs(S, N) of one shard; unset = flops(S) / N.
   std::function<double(int64_t, int)> sharded_flops;
-  // Tokens one shard costs on every rank; unset = ceil(S / N) (what the
-  // trainer allocates). The paper's worked example uses S / N exactly.
+  // Tokens one shard costs on every rank; unset = ShardTokens(S, N) (layout.h:
+  // the most any rank holds in the trainer's layout). The paper's worked
+  // example uses S / N exactly.
   std::function<double(int64_t, int)> shard_tokens;
 };
 

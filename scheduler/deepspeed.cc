@@ -1,7 +1,7 @@
 #include "scheduler/deepspeed.h"
 
 #include "common/status.h"
-#include "scheduler/policy.h"
+#include "scheduler/layout.h"
 
 namespace skrull::scheduler {
 

@@ -6,9 +6,9 @@
 #include <optional>
 #include <queue>
 
+#include "scheduler/layout.h"
 #include "scheduler/packing.h"
 #include "scheduler/parallel_for.h"
-#include "scheduler/policy.h"
 #include "scheduler/simulator.h"
 
 namespace skrull::scheduler {

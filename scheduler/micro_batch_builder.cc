@@ -1,34 +1,22 @@
-#include "trainer/train/micro_batch_builder.h"
+#include "scheduler/micro_batch_builder.h"
 
 #include <algorithm>
 #include <string>
 
-namespace skrull::train {
-
-TokenRange ZigZagChunk(int64_t length, int cp, int chunk) {
-  SKRULL_CHECK(cp >= 1 && chunk >= 0 && chunk < 2 * cp && length >= 0)
-      << "length=" << length << " cp=" << cp << " chunk=" << chunk;
-  const int64_t parts = 2 * static_cast<int64_t>(cp);
-  return TokenRange{chunk * length / parts, (chunk + 1) * length / parts};
-}
-
-std::array<TokenRange, 2> ZigZagShard(int64_t length, int cp, int cp_rank) {
-  return {ZigZagChunk(length, cp, cp_rank), ZigZagChunk(length, cp, 2 * cp - 1 - cp_rank)};
-}
+namespace skrull::scheduler {
 
 namespace {
 
 // With cp == 1 a distributed sequence is a whole local sequence.
-bool IsLocalOn(const scheduler::PlacedSequence& s, int cp, int cp_rank) {
+bool IsLocalOn(const PlacedSequence& s, int cp, int cp_rank) {
   return cp == 1 || s.cp_rank == cp_rank;
 }
 
 // The distributed sequences of `mb` in stream order: by group size, then
 // plan order (see the file comment).
-std::vector<const scheduler::PlacedSequence*> DistributedInStreamOrder(
-    const scheduler::MicroBatch& mb, int cp) {
-  std::vector<const scheduler::PlacedSequence*> out;
-  for (const scheduler::PlacedSequence& s : mb.sequences) {
+std::vector<const PlacedSequence*> DistributedInStreamOrder(const MicroBatch& mb, int cp) {
+  std::vector<const PlacedSequence*> out;
+  for (const PlacedSequence& s : mb.sequences) {
     if (s.distributed()) out.push_back(&s);
   }
   std::stable_sort(out.begin(), out.end(), [cp](const auto* a, const auto* b) {
@@ -47,7 +35,7 @@ void Append(const SequenceTokens& seq, TokenRange range, RankStream* out) {
   }
 }
 
-Status CheckTokens(const std::vector<SequenceTokens>& batch, const scheduler::PlacedSequence& s) {
+Status CheckTokens(const std::vector<SequenceTokens>& batch, const PlacedSequence& s) {
   if (s.id < 0 || s.id >= static_cast<int64_t>(batch.size())) {
     return FailedPreconditionError("micro-batch builder: sequence id " + std::to_string(s.id) +
                                    " is outside the global batch of " +
@@ -65,14 +53,14 @@ Status CheckTokens(const std::vector<SequenceTokens>& batch, const scheduler::Pl
 
 }  // namespace
 
-std::vector<int64_t> NeededSequenceIds(const scheduler::Plan& plan, int dp_rank, int cp_rank) {
+std::vector<int64_t> NeededSequenceIds(const Plan& plan, int dp_rank, int cp_rank) {
   const int cp = plan.topology.cp;
   SKRULL_CHECK(dp_rank >= 0 && dp_rank < static_cast<int>(plan.ranks.size()))
       << "dp_rank=" << dp_rank;
   SKRULL_CHECK(cp_rank >= 0 && cp_rank < cp) << "cp_rank=" << cp_rank << " cp=" << cp;
   std::vector<int64_t> ids;
-  for (const scheduler::MicroBatch& mb : plan.ranks[dp_rank].micro_batches) {
-    for (const scheduler::PlacedSequence& s : mb.sequences) {
+  for (const MicroBatch& mb : plan.ranks[dp_rank].micro_batches) {
+    for (const PlacedSequence& s : mb.sequences) {
       if ((s.distributed() && s.Group(cp).Contains(cp_rank)) || IsLocalOn(s, cp, cp_rank)) {
         ids.push_back(s.id);
       }
@@ -83,7 +71,7 @@ std::vector<int64_t> NeededSequenceIds(const scheduler::Plan& plan, int dp_rank,
   return ids;
 }
 
-StatusOr<std::vector<RankStream>> BuildRankStreams(const scheduler::Plan& plan,
+StatusOr<std::vector<RankStream>> BuildRankStreams(const Plan& plan,
                                                    const std::vector<SequenceTokens>& batch,
                                                    int dp_rank, int cp_rank) {
   const int cp = plan.topology.cp;
@@ -93,7 +81,7 @@ StatusOr<std::vector<RankStream>> BuildRankStreams(const scheduler::Plan& plan,
   SKRULL_CHECK(cp_rank >= 0 && cp_rank < cp) << "cp_rank=" << cp_rank << " cp=" << cp;
 
   std::vector<RankStream> streams;
-  for (const scheduler::MicroBatch& mb : plan.ranks[dp_rank].micro_batches) {
+  for (const MicroBatch& mb : plan.ranks[dp_rank].micro_batches) {
     RankStream out;
     out.dp_rank = dp_rank;
     out.cp_rank = cp_rank;
@@ -103,7 +91,7 @@ StatusOr<std::vector<RankStream>> BuildRankStreams(const scheduler::Plan& plan,
     out.rank_distributed_tokens.assign(cp, 0);
 
     // Pass 1: every CP rank's local token count (where its shards start).
-    for (const scheduler::PlacedSequence& s : mb.sequences) {
+    for (const PlacedSequence& s : mb.sequences) {
       if (cp == 1) {
         out.rank_local_tokens[0] += s.length;
       } else if (!s.distributed()) {
@@ -113,7 +101,7 @@ StatusOr<std::vector<RankStream>> BuildRankStreams(const scheduler::Plan& plan,
     }
 
     // Pass 2: this rank's local sequences, whole.
-    for (const scheduler::PlacedSequence& s : mb.sequences) {
+    for (const PlacedSequence& s : mb.sequences) {
       if (!IsLocalOn(s, cp, cp_rank)) continue;
       SKRULL_RETURN_IF_ERROR(CheckTokens(batch, s));
       Append(batch[s.id], TokenRange{0, s.length}, &out);
@@ -126,8 +114,8 @@ StatusOr<std::vector<RankStream>> BuildRankStreams(const scheduler::Plan& plan,
     // Pass 3: distributed sequences, zig-zag shards with global positions.
     if (cp > 1) {
       std::vector<int64_t> cursor = out.rank_local_tokens;  // per rank stream write offset
-      for (const scheduler::PlacedSequence* s : DistributedInStreamOrder(mb, cp)) {
-        const scheduler::ShardGroup g = s->Group(cp);
+      for (const PlacedSequence* s : DistributedInStreamOrder(mb, cp)) {
+        const ShardGroup g = s->Group(cp);
         SKRULL_CHECK(g.first >= 0 && g.first + g.size <= cp) << "sequence " << s->id << " group";
         DistributedSegment seg;
         seg.seq_id = s->id;
@@ -159,4 +147,4 @@ StatusOr<std::vector<RankStream>> BuildRankStreams(const scheduler::Plan& plan,
   return streams;
 }
 
-}  // namespace skrull::train
+}  // namespace skrull::scheduler

@@ -9,13 +9,11 @@
 //
 // - Local sequences (placed whole on this CP rank) come first, in plan order,
 //   each with positions 0..len-1; `local_cu_seqlens` delimits them.
-// - Each distributed sequence is sharded over its ShardGroup (scheduler/
-//   plan.h): all cp ranks, or an aligned sub-group of g = 2^k ranks starting
-//   at rank f. It is cut into 2*g near-equal contiguous chunks (zig-zag):
-//   chunk c covers global positions [floor(c*S/(2g)), floor((c+1)*S/(2g))).
-//   Group rank i (CP rank f + i) holds chunk i then chunk 2g-1-i, with their
-//   GLOBAL positions (for RoPE and the causal mask). This balances causal
-//   attention work across the group.
+// - Each distributed sequence is sharded over its ShardGroup (plan.h): all
+//   cp ranks, or an aligned sub-group of g = 2^k ranks starting at rank f, in
+//   the zig-zag layout of layout.h: group rank i (CP rank f + i) holds
+//   ZigZagShard(S, g, i), chunk i then chunk 2g-1-i, with their GLOBAL
+//   positions (for RoPE and the causal mask).
 // - A rank's shards are ordered by group size (smallest first), then plan
 //   order. A rank belongs to one aligned group of each size, so the shards of
 //   one group form one contiguous region in every member's stream: the
@@ -28,21 +26,22 @@
 // where they sit in those ranks' streams: the CP attention all-gathers K/V of
 // the distributed region and reassembles each sequence in position order.
 //
-// Note: a zig-zag shard holds floor/ceil(S/(2cp)) + floor/ceil(S/(2cp))
-// tokens, which can be ceil(S/cp) + 1 (e.g. S=3, cp=4, rank 2 holds 2).
+// A rank's stream holds exactly the tokens FillDerived charges it
+// (MicroBatch::cp_rank_tokens), so a plan's BucketSize bound is the stream's.
 //
 // Thread safety: pure functions of their arguments.
-#ifndef SKRULL_TRAINER_TRAIN_MICRO_BATCH_BUILDER_H_
-#define SKRULL_TRAINER_TRAIN_MICRO_BATCH_BUILDER_H_
+#ifndef SKRULL_SCHEDULER_MICRO_BATCH_BUILDER_H_
+#define SKRULL_SCHEDULER_MICRO_BATCH_BUILDER_H_
 
 #include <array>
 #include <cstdint>
 #include <vector>
 
 #include "common/status.h"
+#include "scheduler/layout.h"
 #include "scheduler/plan.h"
 
-namespace skrull::train {
+namespace skrull::scheduler {
 
 // Label value that contributes no loss (Hugging Face convention).
 inline constexpr int64_t kIgnoreLabel = -100;
@@ -56,23 +55,6 @@ struct SequenceTokens {
   int64_t length = 0;
 };
 
-// Half-open range [begin, end) of token positions inside one sequence.
-struct TokenRange {
-  int64_t begin = 0;
-  int64_t end = 0;
-  int64_t size() const { return end - begin; }
-  bool operator==(const TokenRange& o) const { return begin == o.begin && end == o.end; }
-};
-
-// Chunk `chunk` of the 2*cp zig-zag chunks of a sequence of `length` tokens:
-// [floor(chunk*length/(2cp)), floor((chunk+1)*length/(2cp))).
-// REQUIRES: cp >= 1, 0 <= chunk < 2*cp, length >= 0.
-TokenRange ZigZagChunk(int64_t length, int cp, int chunk);
-
-// The two chunks CP rank `cp_rank` holds, in stream order: chunk cp_rank,
-// then chunk 2*cp-1-cp_rank.
-std::array<TokenRange, 2> ZigZagShard(int64_t length, int cp, int cp_rank);
-
 // One zig-zag chunk as placed in a rank's stream.
 struct ShardChunk {
   TokenRange positions;       // global positions inside the sequence
@@ -81,7 +63,7 @@ struct ShardChunk {
 
 // A distributed sequence of a micro-batch as every rank of its group holds it.
 struct DistributedSegment {
-  int64_t seq_id = 0;  // id in the global batch (scheduler::Sequence::id)
+  int64_t seq_id = 0;  // id in the global batch (Sequence::id)
   int64_t length = 0;  // whole sequence, tokens
   // The CP ranks it is sharded over: [group_first, group_first + group_size).
   int group_first = 0;
@@ -130,17 +112,17 @@ struct RankStream {
 // Ids of the sequences whose tokens rank (dp_rank, cp_rank) needs for `plan`:
 // its local sequences and every distributed sequence of its DP rank whose
 // group holds it, in ascending order. REQUIRES: ranks in range.
-std::vector<int64_t> NeededSequenceIds(const scheduler::Plan& plan, int dp_rank, int cp_rank);
+std::vector<int64_t> NeededSequenceIds(const Plan& plan, int dp_rank, int cp_rank);
 
 // Builds the rank's stream for every micro-batch of its DP rank (empty
 // micro-batches give empty streams, so all ranks run the same count).
 // `batch[id]` holds the tokens of sequence `id`; only the ids listed by
 // NeededSequenceIds must be filled. A length differing from the plan's is
 // FailedPrecondition (the data changed after it was indexed).
-StatusOr<std::vector<RankStream>> BuildRankStreams(const scheduler::Plan& plan,
+StatusOr<std::vector<RankStream>> BuildRankStreams(const Plan& plan,
                                                    const std::vector<SequenceTokens>& batch,
                                                    int dp_rank, int cp_rank);
 
-}  // namespace skrull::train
+}  // namespace skrull::scheduler
 
-#endif  // SKRULL_TRAINER_TRAIN_MICRO_BATCH_BUILDER_H_
+#endif  // SKRULL_SCHEDULER_MICRO_BATCH_BUILDER_H_

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/status.h"
-#include "scheduler/policy.h"
+#include "scheduler/layout.h"
 
 namespace skrull::scheduler {
 

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "scheduler/cost_model.h"
-#include "scheduler/policy.h"
+#include "scheduler/layout.h"
 
 namespace skrull::scheduler {
 namespace {
@@ -81,12 +81,11 @@ void FillDerived(MicroBatch& mb, int cp, const CostModel& cost) {
     SKRULL_CHECK(g.first >= 0 && g.first + g.size <= cp)
         << "sequence " << s.id << " on ranks [" << g.first << ", " << g.first + g.size << ") cp "
         << cp;
-    const int64_t tokens = ShardTokens(s.length, g.size);
     const double flops =
         g.size == 1 ? cost.FlopsPerSequence(s.length) : cost.FlopsSharded(s.length, g.size);
-    for (int r = g.first; r < g.first + g.size; ++r) {
-      mb.cp_rank_tokens[r] += tokens;
-      mb.cp_rank_flops[r] += flops;
+    for (int i = 0; i < g.size; ++i) {
+      mb.cp_rank_tokens[g.first + i] += ZigZagRankTokens(s.length, g.size, i);
+      mb.cp_rank_flops[g.first + i] += flops;
     }
   }
 }
@@ -201,7 +200,9 @@ Status VerifyPlan(const Plan& plan, const std::vector<Sequence>& batch) {
                                std::to_string(s.group_first));
         }
         const ShardGroup g = s.Group(cp);
-        for (int r = g.first; r < g.first + g.size; ++r) tokens[r] += ShardTokens(s.length, g.size);
+        for (int i = 0; i < g.size; ++i) {
+          tokens[g.first + i] += ZigZagRankTokens(s.length, g.size, i);
+        }
       }
       if (mb.cp_rank_tokens != tokens) {
         return InternalError(Where(mb) + ": cp_rank_tokens do not match its sequences");

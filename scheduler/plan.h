@@ -4,8 +4,9 @@
 // Layout: plan.ranks[dp_rank].micro_batches[i].sequences[k]. Every DP rank has
 // the same number of micro-batches (ranks are padded with empty ones) so
 // collectives never hang. Inside a micro-batch, each sequence is either
-// distributed (sharded over all CP ranks; costs ceil(length / cp) tokens on
-// every CP rank) or local on one CP rank (costs its whole length there).
+// distributed (sharded over its CP group in the zig-zag layout of layout.h;
+// costs each rank its chunks' tokens) or local on one CP rank (costs its whole
+// length there).
 #ifndef SKRULL_SCHEDULER_PLAN_H_
 #define SKRULL_SCHEDULER_PLAN_H_
 
@@ -111,15 +112,17 @@ struct Plan {
 };
 
 // Checks a plan against its inputs: every sequence placed exactly once, no CP
-// rank above bucket_size_tokens, equal micro-batch counts, cp_rank in range,
+// rank above bucket_size_tokens in the exact zig-zag layout, equal
+// micro-batch counts, cp_rank in range,
 // sub-groups aligned (IsAlignedSubGroup) and only on distributed sequences,
 // derived token counts consistent. Returns the first violation.
 Status VerifyPlan(const Plan& plan, const std::vector<Sequence>& batch);
 
 // Fills mb.cp_rank_tokens / mb.cp_rank_flops (size cp) from mb.sequences:
 // a local sequence costs its length and FlopsPerSequence on its rank, a
-// distributed one ShardTokens(length, g) and FlopsSharded(length, g) on each
-// of the g ranks of its ShardGroup.
+// distributed one FlopsSharded(length, g) on each of the g ranks of its
+// ShardGroup and, on group rank i, exactly the tokens its zig-zag chunks hold
+// (ZigZagRankTokens, layout.h): cp_rank_tokens is what the trainer holds.
 void FillDerived(MicroBatch& mb, int cp, const CostModel& cost);
 // FillDerived on every micro-batch of the plan.
 void FillDerived(Plan& plan, const CostModel& cost);

@@ -7,6 +7,7 @@
 #include "scheduler/checked_math.h"
 #include "scheduler/deepspeed.h"
 #include "scheduler/gds.h"
+#include "scheduler/layout.h"
 #include "scheduler/packing.h"
 
 namespace skrull::scheduler {
@@ -64,15 +65,9 @@ Status Validate(Policy policy, const std::vector<Sequence>& batch, const Schedul
   const int cp = options.topology.cp;
   std::string too_long;
   for (const Sequence& s : batch) {
-    if (ShardTokens(s.length, cp) <= bucket) continue;
+    if (FitsCpGroup(s.length, cp, bucket)) continue;
     too_long += std::string(too_long.empty() ? "" : "; ") + "sequence id " + std::to_string(s.id) +
-                " has " + std::to_string(s.length) + " tokens, more than BucketSize " +
-                std::to_string(bucket) + " x CP " + std::to_string(cp) + " = " +
-                std::to_string(bucket * cp) +
-                "; it fits with CP >= " + std::to_string((s.length + bucket - 1) / bucket) +
-                " at this BucketSize, or with " +
-                "BucketSize >= " + std::to_string(ShardTokens(s.length, cp)) + " at CP " +
-                std::to_string(cp);
+                " has " + FitProblem(s.length, cp, bucket);
   }
   if (!too_long.empty()) return FailedPreconditionError(too_long);
   return OkStatus();

@@ -82,18 +82,13 @@ std::vector<std::string> LayoutProblems(const Topology& topology, int64_t bucket
 //                       cp < 1, dp x cp > kMaxWorldSize, a length <= 0 or >
 //                       kMaxSequenceTokens, duplicate ids, a token sum over
 //                       int64.
-//   FailedPrecondition  a sequence longer than bucket_size_tokens x cp; the
-//                       message names its id and length, the smallest CP that
-//                       fits it at this BucketSize and the smallest BucketSize
-//                       that fits it at this CP.
+//   FailedPrecondition  a sequence whose shard over all cp ranks does not fit
+//                       bucket_size_tokens (FitsCpGroup, layout.h); the
+//                       message names its id and FitProblem: its length, a
+//                       CP that fits it at this BucketSize and the smallest
+//                       BucketSize that fits it at this CP.
 StatusOr<Plan> Schedule(Policy policy, const std::vector<Sequence>& global_batch,
                         const ScheduleOptions& options, const CostModel& cost);
-
-// Tokens a distributed sequence of `length` costs on each of `cp` ranks:
-// ceil(length / cp), without overflow for any length >= 0. REQUIRES: cp >= 1.
-inline int64_t ShardTokens(int64_t length, int cp) {
-  return length / cp + (length % cp != 0 ? 1 : 0);
-}
 
 }  // namespace skrull::scheduler
 

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "scheduler/checked_math.h"
+#include "scheduler/layout.h"
 
 namespace skrull::scheduler {
 namespace {

@@ -66,7 +66,7 @@ MicroBatchTime SimulateMicroBatch(const MicroBatch& mb, int cp, const CostModel&
 // Prices placements of one fixed set of sequences, caching the per-sequence
 // terms (the cost-aware scheduler prices many placements of one micro-batch).
 // A sequence on a ShardGroup of g ranks (placement codes, plan.h) costs each
-// of those ranks its shard (ceil(S / g) tokens, attention FLOPs / g at that
+// of those ranks its shard (ShardTokens(S, g) tokens, layout.h; attention FLOPs / g at that
 // query length); each group with distributed sequences runs its own K/V
 // all-gather and dK/dV reduce-scatter over its g ranks, per layer, on the
 // T tokens of its sequences. On CP rank j:

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/text_table.h"
+#include "scheduler/layout.h"
 #include "scheduler/policy.h"
 #include "scheduler/simulator.h"
 

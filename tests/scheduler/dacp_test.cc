@@ -32,13 +32,28 @@ TEST(Dacp, ReproducesTheNotesWorkedVector) {
 }
 
 TEST(Dacp, CeilShardsChargeMoreAndRollBackEverything) {
-  // With ceil(S/N) shards (what the trainer allocates) the same input ends
-  // fully distributed: 1+1+1+2+2+3 = 10 tokens on every rank, exactly C.
-  auto r = RunDacp({1, 2, 3, 5, 7, 12}, WorkedExample(/*exact_shards=*/false));
+  // With ceil(S/N) shards the same input ends fully distributed:
+  // 1+1+1+2+2+3 = 10 tokens on every rank, exactly C.
+  DacpOptions o = WorkedExample(/*exact_shards=*/false);
+  o.shard_tokens = [](int64_t s, int n) { return static_cast<double>((s + n - 1) / n); };
+  auto r = RunDacp({1, 2, 3, 5, 7, 12}, o);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->placement, std::vector<int>(6, kDistributed));
   EXPECT_EQ(r->remaining_tokens, (std::vector<double>{0, 0, 0, 0}));
   EXPECT_EQ(r->rollbacks, 5);
+}
+
+TEST(Dacp, DefaultShardsChargeTheBusiestRankOfTheLayout) {
+  // 3 tokens over 4 ranks: ceil gives 1, but rank 2 holds 2 (layout.h).
+  DacpOptions o = WorkedExample(/*exact_shards=*/false);
+  o.flops = [](int64_t s) { return static_cast<double>(s); };
+  o.bucket_size_tokens = 1;
+  EXPECT_FALSE(RunDacp({3, 3}, o).has_value());
+  o.bucket_size_tokens = 2;
+  auto r = RunDacp({3}, o);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->placement, (std::vector<int>{kDistributed}));
+  EXPECT_EQ(r->remaining_tokens, (std::vector<double>{0, 0, 0, 0}));
 }
 
 TEST(Dacp, EndsFullyDistributedWhenTotalFitsOnlyAsShards) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "scheduler/checked_math.h"
+#include "scheduler/layout.h"
 #include "scheduler/policy.h"
 #include "scheduler/simulator.h"
 #include "tests/scheduler/test_util.h"
@@ -135,7 +136,8 @@ TEST(HostileInput, ShardTokensDoesNotOverflowNearInt64Max) {
   EXPECT_EQ(ShardTokens(kInt64Max, 1), kInt64Max);
   EXPECT_EQ(ShardTokens(kInt64Max, 2), int64_t{1} << 62);
   EXPECT_EQ(ShardTokens(kInt64Max - 1, 2), (kInt64Max - 1) / 2);
-  EXPECT_EQ(ShardTokens(7, 8), 1);
+  EXPECT_EQ(ShardTokens(kInt64Max, 65536), (kInt64Max >> 16) + 1);
+  EXPECT_EQ(ShardTokens(7, 8), 2);  // ceil(7 / 8) = 1, but rank 2 holds chunks 2 and 13
   EXPECT_EQ(ShardTokens(0, 8), 0);
 }
 

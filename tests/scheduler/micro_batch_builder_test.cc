@@ -1,4 +1,4 @@
-#include "trainer/train/micro_batch_builder.h"
+#include "scheduler/micro_batch_builder.h"
 
 #include <gtest/gtest.h>
 
@@ -6,13 +6,8 @@
 #include <set>
 #include <utility>
 
-namespace skrull::train {
+namespace skrull::scheduler {
 namespace {
-
-using scheduler::kDistributed;
-using scheduler::MicroBatch;
-using scheduler::PlacedSequence;
-using scheduler::Plan;
 
 // Global batch whose token values encode (sequence, position) so that any
 // misplaced token is visible: input = id * 10000 + pos, target = -(that) - 1,
@@ -52,7 +47,7 @@ class TestBatch {
 
 // Plan builder: PlanOf(dp, cp, {{mb0 of dp0, mb1 of dp0}, {mb0 of dp1}}) where a
 // micro-batch is a list of (length, placement code: cp_rank, kDistributed or
-// scheduler::SubGroupCode); ids are assigned
+// SubGroupCode); ids are assigned
 // in order of appearance.
 using MbSpec = std::vector<std::pair<int64_t, int>>;
 Plan PlanOf(int dp, int cp, const std::vector<std::vector<MbSpec>>& ranks,
@@ -63,7 +58,7 @@ Plan PlanOf(int dp, int cp, const std::vector<std::vector<MbSpec>>& ranks,
   plan.bucket_size_tokens = 1 << 30;
   int64_t id = 0;
   for (int d = 0; d < dp; ++d) {
-    scheduler::DpRankPlan rp;
+    DpRankPlan rp;
     for (size_t i = 0; i < ranks[d].size(); ++i) {
       MicroBatch mb;
       mb.dp_rank = d;
@@ -83,39 +78,6 @@ std::vector<RankStream> Build(const Plan& plan, const TestBatch& batch, int dp, 
   StatusOr<std::vector<RankStream>> s = BuildRankStreams(plan, batch.Tokens(), dp, cp);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *s : std::vector<RankStream>{};
-}
-
-TEST(ZigZag, ChunksTileTheSequenceInOrder) {
-  for (int cp = 1; cp <= 8; ++cp) {
-    for (int64_t len : {0, 1, 2, 3, 7, 16, 17, 1000, 1001}) {
-      int64_t expect_begin = 0;
-      for (int c = 0; c < 2 * cp; ++c) {
-        TokenRange r = ZigZagChunk(len, cp, c);
-        EXPECT_EQ(r.begin, expect_begin);
-        EXPECT_GE(r.size(), len / (2 * cp));
-        EXPECT_LE(r.size(), len / (2 * cp) + 1);
-        expect_begin = r.end;
-      }
-      EXPECT_EQ(expect_begin, len);
-    }
-  }
-}
-
-TEST(ZigZag, RankHoldsChunkRAndItsMirror) {
-  auto shard = ZigZagShard(16, 4, 1);
-  EXPECT_EQ(shard[0], (TokenRange{2, 4}));
-  EXPECT_EQ(shard[1], (TokenRange{12, 14}));
-}
-
-TEST(ZigZag, ShardIsAtMostOneTokenOverCeilLengthOverCp) {
-  for (int cp = 1; cp <= 8; ++cp) {
-    for (int64_t len = 1; len < 300; ++len) {
-      for (int r = 0; r < cp; ++r) {
-        auto s = ZigZagShard(len, cp, r);
-        EXPECT_LE(s[0].size() + s[1].size(), (len + cp - 1) / cp + 1);
-      }
-    }
-  }
 }
 
 // The core property: over all (dp, cp) ranks and micro-batches, every token of
@@ -288,7 +250,7 @@ TEST(MicroBatchBuilder, LengthMismatchIsFailedPreconditionNamingTheSequence) {
 TEST(MicroBatchBuilder, EveryTokenOnExactlyOneRankWithSubGroups) {
   std::vector<int64_t> lengths;
   const int D = kDistributed;
-  const int g01 = scheduler::SubGroupCode(0, 2), g23 = scheduler::SubGroupCode(2, 2);
+  const int g01 = SubGroupCode(0, 2), g23 = SubGroupCode(2, 2);
   Plan plan = PlanOf(
       1, 4, {{{{100, g01}, {50, g23}, {33, D}, {5, 1}, {7, g23}, {3, g01}, {1, g23}}}}, &lengths);
   TestBatch batch(lengths);
@@ -299,12 +261,11 @@ TEST(MicroBatchBuilder, SubGroupShardsFormOneRegionPerGroupSmallestGroupFirst) {
   std::vector<int64_t> lengths;
   const int D = kDistributed;
   const int cp = 8;
-  const int g45 = scheduler::SubGroupCode(4, 2), g47 = scheduler::SubGroupCode(4, 4);
+  const int g45 = SubGroupCode(4, 2), g47 = SubGroupCode(4, 4);
   // ids: 0 all ranks, 1 on 4..7, 2 on 4..5, 3 local on 5, 4 on 4..5, 5 on 0..3.
-  Plan plan = PlanOf(
-      1, cp,
-      {{{{16, D}, {40, g47}, {12, g45}, {3, 5}, {9, g45}, {8, scheduler::SubGroupCode(0, 4)}}}},
-      &lengths);
+  Plan plan =
+      PlanOf(1, cp, {{{{16, D}, {40, g47}, {12, g45}, {3, 5}, {9, g45}, {8, SubGroupCode(0, 4)}}}},
+             &lengths);
   TestBatch batch(lengths);
   EXPECT_EQ(NeededSequenceIds(plan, 0, 5), (std::vector<int64_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(NeededSequenceIds(plan, 0, 0), (std::vector<int64_t>{0, 5}));
@@ -341,4 +302,4 @@ TEST(MicroBatchBuilder, SubGroupShardsFormOneRegionPerGroupSmallestGroupFirst) {
 }
 
 }  // namespace
-}  // namespace skrull::train
+}  // namespace skrull::scheduler

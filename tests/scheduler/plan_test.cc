@@ -28,10 +28,11 @@ Plan SmallPlan() {
 
 const std::vector<Sequence> kBatch = MakeBatch({40, 30, 41});
 
-TEST(Plan, FillDerivedChargesLocalsWholeAndShardsRoundedUp) {
+TEST(Plan, FillDerivedChargesLocalsWholeAndShardsTheirZigZagTokens) {
   const Plan p = SmallPlan();
   const MicroBatch& mb = p.ranks[0].micro_batches[0];
-  EXPECT_EQ(mb.cp_rank_tokens, (std::vector<int64_t>{40 + 21, 30 + 21}));
+  // 41 over 2 ranks: chunks 10, 10, 10, 11; rank 0 holds chunks 0 and 3.
+  EXPECT_EQ(mb.cp_rank_tokens, (std::vector<int64_t>{40 + 21, 30 + 20}));
   const CostModel cost = Qwen05Cost();
   EXPECT_DOUBLE_EQ(mb.cp_rank_flops[0], cost.FlopsPerSequence(40) + cost.FlopsSharded(41, 2));
   EXPECT_DOUBLE_EQ(mb.cp_rank_flops[1], cost.FlopsPerSequence(30) + cost.FlopsSharded(41, 2));

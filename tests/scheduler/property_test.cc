@@ -2,6 +2,7 @@
 // of short sequences and a long tail, random DP x CP and BucketSize.
 #include <gtest/gtest.h>
 
+#include "scheduler/layout.h"
 #include "scheduler/plan_json.h"
 #include "scheduler/policy.h"
 #include "scheduler/simulator.h"
@@ -17,7 +18,7 @@ constexpr int kCases = 2000;
 
 bool TooLong(const RandomCase& c) {
   for (const Sequence& s : c.batch) {
-    if (s.length > c.bucket_size_tokens * c.topology.cp) return true;
+    if (!FitsCpGroup(s.length, c.topology.cp, c.bucket_size_tokens)) return true;
   }
   return false;
 }

@@ -72,8 +72,9 @@ TEST(SubGroup, FillDerivedChargesOnlyTheGroupsRanks) {
   const Plan plan =
       OneMicroBatch(4, 1000, {OnGroup(0, 101, 2, 2), {1, 40, 0}, {2, 9, kDistributed}});
   const MicroBatch& mb = plan.ranks[0].micro_batches[0];
-  // 101 over ranks 2..3: 51 each; 9 over all four: 3 each; 40 local on 0.
-  EXPECT_EQ(mb.cp_rank_tokens, (std::vector<int64_t>{43, 3, 54, 54}));
+  // 101 over ranks 2..3: 51 and 50 (zig-zag chunks 25, 25, 25, 26); 9 over
+  // all four: 3 on rank 0 (chunks 1 and 2), 2 on the others; 40 local on 0.
+  EXPECT_EQ(mb.cp_rank_tokens, (std::vector<int64_t>{43, 2, 53, 52}));
   const CostModel cost = Qwen05Cost();
   EXPECT_DOUBLE_EQ(mb.cp_rank_flops[2], cost.FlopsSharded(101, 2) + cost.FlopsSharded(9, 4));
   EXPECT_DOUBLE_EQ(mb.cp_rank_flops[1], cost.FlopsSharded(9, 4));

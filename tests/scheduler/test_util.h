@@ -10,6 +10,7 @@
 
 #include "scheduler/cost_model.h"
 #include "scheduler/hardware_profile.h"
+#include "scheduler/layout.h"
 #include "scheduler/model_config.h"
 #include "scheduler/plan.h"
 
@@ -45,7 +46,7 @@ inline HardwareProfile UnitProfile() {
 }
 
 // A random scheduling problem: mostly short sequences with a long tail,
-// some reaching the CP group's capacity.
+// some reaching the CP group's capacity (the longest that fit it).
 struct RandomCase {
   Topology topology;
   int64_t bucket_size_tokens = 0;
@@ -76,7 +77,10 @@ inline RandomCase MakeRandomCase(std::mt19937_64& rng, bool allow_too_long) {
     }
     hi = std::min(hi, capacity);
     lo = std::min(lo, hi);
-    c.batch.push_back({k, std::max<int64_t>(1, log_uniform(lo, hi))});
+    int64_t length = std::max<int64_t>(1, log_uniform(lo, hi));
+    // Near C x N a shard can hold one token more than C (layout.h).
+    while (!FitsCpGroup(length, c.topology.cp, c.bucket_size_tokens)) --length;
+    c.batch.push_back({k, length});
   }
   if (too_long) {
     const size_t victim = rng() % c.batch.size();

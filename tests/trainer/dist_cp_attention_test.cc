@@ -10,12 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include "scheduler/micro_batch_builder.h"
 #include "scheduler/plan.h"
 #include "trainer/dist/cp_attention.h"
 #include "trainer/dist/process_groups.h"
 #include "trainer/dist/rank_layout.h"
 #include "trainer/dist/testing/fork_ranks.h"
-#include "trainer/train/micro_batch_builder.h"
 
 namespace skrull::dist {
 namespace {
@@ -81,15 +81,15 @@ Reference MakeReference(const std::vector<SeqSpec>& seqs, uint64_t seed) {
 }
 
 // (sequence id, global position) of every row of a rank's stream.
-std::vector<std::pair<int64_t, int64_t>> StreamRows(const train::RankStream& s) {
+std::vector<std::pair<int64_t, int64_t>> StreamRows(const scheduler::RankStream& s) {
   std::vector<std::pair<int64_t, int64_t>> rows;
   for (size_t i = 0; i < s.local_seq_ids.size(); ++i) {
     for (int64_t p = 0; p < s.local_cu_seqlens[i + 1] - s.local_cu_seqlens[i]; ++p) {
       rows.emplace_back(s.local_seq_ids[i], p);
     }
   }
-  for (const train::DistributedSegment& seg : s.distributed) {
-    for (const train::ShardChunk& c : seg.Chunks(s.cp_rank)) {
+  for (const scheduler::DistributedSegment& seg : s.distributed) {
+    for (const scheduler::ShardChunk& c : seg.Chunks(s.cp_rank)) {
       for (int64_t p = c.positions.begin; p < c.positions.end; ++p)
         rows.emplace_back(seg.seq_id, p);
     }
@@ -126,10 +126,10 @@ struct Case {
 void RunCase(const Case& c, const std::vector<int>& groups_of_rank = {}) {
   const scheduler::Plan plan = OneMicroBatchPlan(c.cp, c.seqs);
   std::vector<std::vector<int32_t>> tokens;
-  std::vector<train::SequenceTokens> batch;
+  std::vector<scheduler::SequenceTokens> batch;
   for (const SeqSpec& s : c.seqs) tokens.emplace_back(s.length, 1);
   for (auto& t : tokens) {
-    batch.push_back(train::SequenceTokens{t.data(), t.data(), static_cast<int64_t>(t.size())});
+    batch.push_back(scheduler::SequenceTokens{t.data(), t.data(), static_cast<int64_t>(t.size())});
   }
   Status st = testing::RunForkedRanks(c.cp, [&](int rank, int port) {
     at::set_num_threads(1);
@@ -141,9 +141,9 @@ void RunCase(const Case& c, const std::vector<int>& groups_of_rank = {}) {
     auto groups = ProcessGroups::Create(*layout, ro);
     EXPECT_TRUE(groups.ok()) << groups.status();
     if (!groups.ok()) return 1;
-    auto streams = train::BuildRankStreams(plan, batch, 0, rank);
+    auto streams = scheduler::BuildRankStreams(plan, batch, 0, rank);
     EXPECT_TRUE(streams.ok()) << streams.status();
-    const train::RankStream& s = (*streams)[0];
+    const scheduler::RankStream& s = (*streams)[0];
     const Reference ref = MakeReference(c.seqs, 1234);
     const auto rows = StreamRows(s);
     at::Tensor q = Rows(ref.q, rows, ref.q[0]).requires_grad_();

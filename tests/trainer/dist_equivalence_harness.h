@@ -109,11 +109,12 @@ struct RunResult {
   nlohmann::json summary;  // rank 0's summary.json
 };
 
-using PlanGuard = std::function<StatusOr<int64_t>(scheduler::Plan*)>;
+using PlanRewrite = std::function<Status(scheduler::Plan*)>;
 
 // Trains `r` in forked processes; returns rank 0's losses and the final
-// weights. `guard`, when set, replaces the runtime guard (plan rewrites).
-inline RunResult Train(const fs::path& root, const RunSpec& r, PlanGuard guard = nullptr) {
+// weights. `rewrite`, when set, rewrites every step's plan before it runs
+// (TrainerOptions::plan_hook_for_testing).
+inline RunResult Train(const fs::path& root, const RunSpec& r, PlanRewrite rewrite = nullptr) {
   const std::string job_file = WriteJob(root, r);
   const int world = r.dp * r.cp;
   Status st = testing::RunForkedJobRanks(
@@ -132,7 +133,7 @@ inline RunResult Train(const fs::path& root, const RunSpec& r, PlanGuard guard =
         }
         DistributedRunOptions dopts;
         dopts.trainer = options;
-        dopts.trainer.plan_guard = guard;
+        dopts.trainer.plan_hook_for_testing = rewrite;
         return RunDistributedTrainer(job, env, dopts).status();
       },
       std::chrono::seconds(120));

@@ -102,11 +102,11 @@ class StepPhasesTest : public ::testing::Test {
           o.trainer.log = &quiet;
           o.collectives = collectives;
           if (slow_rank >= 0) {
-            // Every rank gets the same (no-op) plan guard so plans stay equal.
+            // Every rank gets the same hook, which leaves the plan alone.
             const bool slow = env.layout.rank() == slow_rank;
-            o.trainer.plan_guard = [slow, slow_seconds](scheduler::Plan*) -> StatusOr<int64_t> {
+            o.trainer.plan_hook_for_testing = [slow, slow_seconds](scheduler::Plan*) -> Status {
               if (slow) std::this_thread::sleep_for(std::chrono::duration<double>(slow_seconds));
-              return int64_t{0};
+              return OkStatus();
             };
           }
           return RunDistributedTrainer(job, env, o).status();

@@ -39,11 +39,6 @@ skrull_test(dist_collectives_test
   LABELS integration
   TIMEOUT 300)
 
-skrull_test(dist_runtime_guard_test
-  SOURCES dist_runtime_guard_test.cc
-  DEPS skrull_dist
-  LABELS unit)
-
 # The issue's equivalence test: skrull / cp-all / sorted on DP x CP layouts
 # against one process (10 short training runs in forked processes).
 skrull_test(dist_equivalence_test

@@ -226,7 +226,7 @@ TEST(TrainerBinary, SampleLongerThanBucketTimesCpExits2BeforeTraining) {
   Outcome o = RunTrainer("--job " + WriteJob(dir, f));
   EXPECT_EQ(o.exit_code, 2) << o.output;
   EXPECT_TRUE(Contains(o.output, "data.jsonl:6: sample of 20 tokens")) << o.output;
-  EXPECT_TRUE(Contains(o.output, "raise bucketSize to >= 20")) << o.output;
+  EXPECT_TRUE(Contains(o.output, "BucketSize >= 20 at CP 1")) << o.output;
   EXPECT_FALSE(Contains(o.output, "step 1/")) << o.output;
 }
 

@@ -26,8 +26,8 @@ using scheduler::Plan;
 // A global batch of random token sequences with some masked labels.
 struct Batch {
   std::vector<std::vector<int32_t>> inputs, targets;
-  std::vector<SequenceTokens> Tokens() const {
-    std::vector<SequenceTokens> t;
+  std::vector<scheduler::SequenceTokens> Tokens() const {
+    std::vector<scheduler::SequenceTokens> t;
     for (size_t i = 0; i < inputs.size(); ++i) {
       t.push_back({inputs[i].data(), targets[i].data(), static_cast<int64_t>(inputs[i].size())});
     }
@@ -43,7 +43,7 @@ struct Batch {
   int64_t LabelTokens() const {
     int64_t n = 0;
     for (const auto& t : targets)
-      for (int32_t v : t) n += v != kIgnoreLabel;
+      for (int32_t v : t) n += v != scheduler::kIgnoreLabel;
     return n;
   }
 };
@@ -56,7 +56,7 @@ Batch RandomBatch(const std::vector<int>& lengths, uint32_t seed = 11) {
     for (int p = 0; p < len; ++p) in.push_back(std::uniform_int_distribution<int>(0, 63)(rng));
     for (int p = 0; p < len; ++p) {
       const bool masked = p == len - 1 || std::uniform_int_distribution<int>(0, 4)(rng) == 0;
-      tg.push_back(masked ? static_cast<int32_t>(kIgnoreLabel) : in[p + 1]);
+      tg.push_back(masked ? static_cast<int32_t>(scheduler::kIgnoreLabel) : in[p + 1]);
     }
     b.inputs.push_back(in);
     b.targets.push_back(tg);
@@ -159,7 +159,7 @@ TEST(TrainStep, LossIsSumOfTokenCrossEntropyOverGlobalLabelTokens) {
   torch::NoGradGuard no_grad;
   double sum = 0;
   for (size_t i = 0; i < b.inputs.size(); ++i) {
-    RankStream s;
+    scheduler::RankStream s;
     for (size_t p = 0; p < b.inputs[i].size(); ++p) {
       s.input_ids.push_back(b.inputs[i][p]);
       s.targets.push_back(b.targets[i][p]);

@@ -1,9 +1,6 @@
 # Tests of trainer/train (included from tests/trainer/CMakeLists.txt).
 # Torch-free units first; the model-backed ones use a 2-layer tiny config and
 # run in seconds on CPU.
-skrull_test(train_micro_batch_builder_test
-  SOURCES train_micro_batch_builder_test.cc
-  DEPS skrull_train)
 skrull_test(train_unit_test
   SOURCES train_lr_schedule_test.cc train_checkpoint_dir_test.cc train_summary_test.cc
   DEPS skrull_train)

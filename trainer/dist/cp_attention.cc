@@ -229,8 +229,8 @@ Group& CpGroupSet::For(int first, int size) const {
 namespace {
 
 // The exchange of the segments [begin, end) of `stream`, all on one group.
-CpGroupExchange MakeGroupExchange(const train::RankStream& stream, size_t begin, size_t end) {
-  const train::DistributedSegment& first_seg = stream.distributed[begin];
+CpGroupExchange MakeGroupExchange(const scheduler::RankStream& stream, size_t begin, size_t end) {
+  const scheduler::DistributedSegment& first_seg = stream.distributed[begin];
   CpGroupExchange x;
   x.group_first = first_seg.group_first;
   x.group_size = first_seg.group_size;
@@ -249,17 +249,17 @@ CpGroupExchange MakeGroupExchange(const train::RankStream& stream, size_t begin,
   x.max_shard_tokens = *std::max_element(rows.begin(), rows.end());
   int64_t base = 0;
   for (size_t s = begin; s < end; ++s) {
-    const train::DistributedSegment& seg = stream.distributed[s];
+    const scheduler::DistributedSegment& seg = stream.distributed[s];
     SKRULL_CHECK(static_cast<int>(seg.rank_chunks.size()) == n) << "segment " << seg.seq_id;
     for (int c = 0; c < 2 * n; ++c) {
       const int owner = c < n ? c : 2 * n - 1 - c;
-      const train::ShardChunk& ch = seg.rank_chunks[owner][c < n ? 0 : 1];
-      SKRULL_CHECK(ch.positions == train::ZigZagChunk(seg.length, n, c))
+      const scheduler::ShardChunk& ch = seg.rank_chunks[owner][c < n ? 0 : 1];
+      SKRULL_CHECK(ch.positions == scheduler::ZigZagChunk(seg.length, n, c))
           << "segment " << seg.seq_id << " chunk " << c << " is not zig-zag";
       const int64_t row0 = owner * x.max_shard_tokens + (ch.stream_offset - start[owner]);
       for (int64_t i = 0; i < ch.positions.size(); ++i) x.gather_rows.push_back(row0 + i);
     }
-    for (const train::ShardChunk& ch : seg.rank_chunks[x.group_rank]) {
+    for (const scheduler::ShardChunk& ch : seg.rank_chunks[x.group_rank]) {
       if (ch.positions.size() == 0) continue;
       x.dist_spans.push_back(model::AttentionSpan{ch.stream_offset, ch.positions.size(), base,
                                                   ch.positions.end, ch.positions.begin});
@@ -273,7 +273,7 @@ CpGroupExchange MakeGroupExchange(const train::RankStream& stream, size_t begin,
 
 }  // namespace
 
-CpExchangePlan MakeCpExchangePlan(const train::RankStream& stream, int cp) {
+CpExchangePlan MakeCpExchangePlan(const scheduler::RankStream& stream, int cp) {
   SKRULL_CHECK(cp >= 1 && stream.cp_rank >= 0 && stream.cp_rank < cp)
       << "cp " << cp << " cp_rank " << stream.cp_rank;
   CpExchangePlan p;
@@ -412,7 +412,7 @@ CpAttentionBackend::CpAttentionBackend(Group* cp_group,
                                        CpAttentionOptions options)
     : CpAttentionBackend(CpGroupSet{cp_group, {}}, std::move(local), options) {}
 
-Status CpAttentionBackend::BeginMicroBatch(const train::RankStream& stream) {
+Status CpAttentionBackend::BeginMicroBatch(const scheduler::RankStream& stream) {
   if (stream.cp_rank != cp_group_->rank ||
       (!stream.distributed.empty() &&
        static_cast<int>(stream.rank_local_tokens.size()) != cp_group_->size)) {

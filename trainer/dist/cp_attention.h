@@ -1,7 +1,7 @@
 // Context-parallel attention for DACP micro-batches (paper §5).
 //
 // A rank's stream is [local sequences | zig-zag shards of distributed
-// sequences] (train/micro_batch_builder.h). A distributed sequence is sharded
+// sequences] (scheduler/micro_batch_builder.h). A distributed sequence is sharded
 // over the whole CP group or an aligned sub-group of it (scheduler/plan.h);
 // the shards of one group form one region of the stream, and each group with
 // distributed sequences exchanges its own region on its own communicator
@@ -34,10 +34,10 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/micro_batch_builder.h"
 #include "trainer/dist/process_groups.h"
 #include "trainer/model/attention.h"
 #include "trainer/train/context_parallel.h"
-#include "trainer/train/micro_batch_builder.h"
 
 namespace skrull::dist {
 
@@ -97,7 +97,7 @@ struct CpExchangePlan {
 };
 
 // REQUIRES: stream built for a CP group of `cp` ranks (sizes match).
-CpExchangePlan MakeCpExchangePlan(const train::RankStream& stream, int cp);
+CpExchangePlan MakeCpExchangePlan(const scheduler::RankStream& stream, int cp);
 
 // The communicators a CP rank exchanges on: the whole CP group and the
 // aligned sub-groups holding it (ProcessGroups::cp_sub_groups()). Not owned.
@@ -135,7 +135,7 @@ class CpAttentionBackend : public train::ContextParallelAttention {
   // Describes the micro-batch that the following Attend calls (every layer)
   // belong to. Call before the model's forward of each micro-batch.
   // FailedPrecondition when the stream was built for another CP size or rank.
-  Status BeginMicroBatch(const train::RankStream& stream) override;
+  Status BeginMicroBatch(const scheduler::RankStream& stream) override;
   // Forgets the micro-batch (the next Attend must then be all-local).
   void ClearMicroBatch();
 

@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
-#include "trainer/dist/runtime_guard.h"
 #include "trainer/model/attention.h"
 
 namespace skrull::dist {
@@ -60,17 +59,6 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
   }
   api::JobSpec rank_job = job;
   rank_job.training.output_dir = output_dir;
-  // Runtime roll-back: the scheduler charges ceil(S/CP) per distributed
-  // sequence, but the zig-zag layout can put one more token on a rank. Every
-  // rank applies the same deterministic guard to the same plan, so plans stay
-  // identical across ranks; conversions are counted as `runtime` roll-backs.
-  if (!options.trainer.plan_guard) {
-    options.trainer.plan_guard = [](scheduler::Plan* plan) -> StatusOr<int64_t> {
-      SKRULL_ASSIGN_OR_RETURN(RuntimeGuardResult guarded,
-                              ApplyRuntimeGuard(plan, plan->bucket_size_tokens));
-      return guarded.rollbacks;
-    };
-  }
 
   StatusOr<train::TrainSummary> summary =
       train::RunTrainer(rank_job, layout, &collectives, options.trainer);

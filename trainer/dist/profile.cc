@@ -12,10 +12,10 @@
 
 #include "common/file_util.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/memory_model.h"
 #include "scheduler/model_config.h"
 #include "trainer/dist/cp_exchange.h"
 #include "trainer/dist/process_groups.h"
-#include "trainer/dist/runtime_guard.h"
 #include "trainer/model/model.h"
 #include "trainer/model/torch_compat.h"
 #include "trainer/train/device_memory.h"
@@ -280,9 +280,9 @@ Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const Profile
     // A GPU is the rank's own; host memory is shared by the node's ranks.
     const int sharing = device.is_cuda() ? 1 : std::max(1, env.layout.procs_per_node());
     const uint64_t capacity = memory->CapacityBytes() / static_cast<uint64_t>(sharing);
-    int64_t bucket =
-        MemoryLimitTokens(static_cast<double>(capacity), static_cast<double>(static_bytes), beta,
-                          alpha, o.safety_margin);
+    const scheduler::MemoryLine line{static_cast<double>(static_bytes), alpha};
+    int64_t bucket = scheduler::BucketSizeTokens(line, static_cast<double>(capacity),
+                                                 1.0 - o.safety_margin, beta);
     const int64_t raw_bucket = bucket;
     bucket =
         std::clamp(bucket, job.tuning.min_bucket_size_tokens, job.tuning.max_bucket_size_tokens);

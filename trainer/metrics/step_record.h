@@ -32,9 +32,12 @@ struct PhaseSeconds {
 
 // Roll-backs by the level that took them (skrull_scheduler_rollbacks_total).
 struct RollbackCounts {
-  uint64_t dacp = 0;     // DACP turned a local placement into a distributed one to fit
-  uint64_t gds = 0;      // GDS dropped a batching plan and re-batched with one more micro-batch
-  uint64_t runtime = 0;  // the runtime BucketSize guard refused or re-split a micro-batch
+  uint64_t dacp = 0;  // DACP turned a local placement into a distributed one to fit
+  uint64_t gds = 0;   // GDS dropped a batching plan and re-batched with one more micro-batch
+  // A plan re-split at run time. 0 from this trainer: its plans fit BucketSize
+  // in the exact CP layout (scheduler/layout.h). Kept in the schema for the
+  // records, checkpoints and dashboards written before.
+  uint64_t runtime = 0;
 };
 
 struct StepRecord {

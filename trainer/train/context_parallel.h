@@ -24,8 +24,8 @@
 #include <memory>
 
 #include "common/status.h"
+#include "scheduler/micro_batch_builder.h"
 #include "trainer/model/attention.h"
-#include "trainer/train/micro_batch_builder.h"
 
 namespace skrull::train {
 
@@ -33,7 +33,7 @@ class ContextParallelAttention : public model::AttentionBackend {
  public:
   // Called before the micro-batch's forward; the stream outlives the
   // micro-batch's forward and backward.
-  virtual Status BeginMicroBatch(const RankStream& stream) = 0;
+  virtual Status BeginMicroBatch(const scheduler::RankStream& stream) = 0;
   // Seconds blocked in waits on the CP group (forward and backward) since the
   // last call.
   virtual double TakeCommWaitSeconds() { return 0; }

@@ -68,7 +68,7 @@ bool GradReadyHooks::every_backward() const { return state_->reducer->ReducesEve
 void GradReadyHooks::EndBackward() { state_->reducer->EndBackward(); }
 bool GradReadyHooks::armed() const { return state_->armed.load(); }
 
-model::PackedBatch ToPackedBatch(const RankStream& stream, c10::Device device) {
+model::PackedBatch ToPackedBatch(const scheduler::RankStream& stream, c10::Device device) {
   model::PackedBatch b;
   b.input_ids = ToLongTensor(stream.input_ids, device);
   b.position_ids = ToLongTensor(stream.positions, device);
@@ -78,15 +78,15 @@ model::PackedBatch ToPackedBatch(const RankStream& stream, c10::Device device) {
 }
 
 StatusOr<RankStepWork> AccumulateGradients(model::DecoderModel* model, const scheduler::Plan& plan,
-                                           const std::vector<SequenceTokens>& batch, int dp_rank,
-                                           int cp_rank, int64_t global_label_tokens,
+                                           const std::vector<scheduler::SequenceTokens>& batch,
+                                           int dp_rank, int cp_rank, int64_t global_label_tokens,
                                            ContextParallelAttention* cp_attention,
                                            GradReadyHooks* last_backward_hooks) {
   SKRULL_CHECK(global_label_tokens > 0) << "global_label_tokens=" << global_label_tokens;
   SKRULL_CHECK(plan.topology.cp == 1 || cp_attention != nullptr)
       << "cp=" << plan.topology.cp << " needs a context-parallel attention backend";
-  SKRULL_ASSIGN_OR_RETURN(std::vector<RankStream> streams,
-                          BuildRankStreams(plan, batch, dp_rank, cp_rank));
+  SKRULL_ASSIGN_OR_RETURN(std::vector<scheduler::RankStream> streams,
+                          scheduler::BuildRankStreams(plan, batch, dp_rank, cp_rank));
   const c10::Device device = model->options().device;
   const double inv_labels = 1.0 / static_cast<double>(global_label_tokens);
   RankStepWork work;
@@ -101,7 +101,7 @@ StatusOr<RankStepWork> AccumulateGradients(model::DecoderModel* model, const sch
     // Skip only what is empty in the plan: that is the same on every CP rank,
     // so context-parallel exchanges stay in lockstep.
     if (micro_batches[i].empty()) continue;
-    const RankStream& stream = streams[i];
+    const scheduler::RankStream& stream = streams[i];
     if (cp_attention != nullptr) SKRULL_RETURN_IF_ERROR(cp_attention->BeginMicroBatch(stream));
     model::PackedBatch packed = ToPackedBatch(stream, device);
     at::Tensor loss_sum = model->LossSum(packed);

@@ -23,17 +23,17 @@
 #include <vector>
 
 #include "common/status.h"
+#include "scheduler/micro_batch_builder.h"
 #include "scheduler/plan.h"
 #include "trainer/model/model.h"
 #include "trainer/model/packed_batch.h"
 #include "trainer/train/collectives.h"
 #include "trainer/train/context_parallel.h"
-#include "trainer/train/micro_batch_builder.h"
 
 namespace skrull::train {
 
 // The stream's tensors on `device` (cu_seqlens = the local sequences).
-model::PackedBatch ToPackedBatch(const RankStream& stream, c10::Device device);
+model::PackedBatch ToPackedBatch(const scheduler::RankStream& stream, c10::Device device);
 
 struct RankStepWork {
   double loss_sum = 0;                // summed CE over this rank's label tokens (not normalised)
@@ -94,8 +94,8 @@ class GradReadyHooks {
 // each followed by EndBackward().
 // REQUIRES: global_label_tokens > 0.
 StatusOr<RankStepWork> AccumulateGradients(model::DecoderModel* model, const scheduler::Plan& plan,
-                                           const std::vector<SequenceTokens>& batch, int dp_rank,
-                                           int cp_rank, int64_t global_label_tokens,
+                                           const std::vector<scheduler::SequenceTokens>& batch,
+                                           int dp_rank, int cp_rank, int64_t global_label_tokens,
                                            ContextParallelAttention* cp_attention = nullptr,
                                            GradReadyHooks* last_backward_hooks = nullptr);
 

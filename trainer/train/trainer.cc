@@ -16,6 +16,7 @@
 #include "common/file_util.h"
 #include "common/json_fields.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/layout.h"
 #include "scheduler/model_config.h"
 #include "scheduler/policy.h"
 #include "trainer/data/dataset.h"
@@ -72,14 +73,13 @@ class Run {
   Status Resume();
   // One step and its stages (Step calls them in this order).
   struct PlannedStep {
-    std::vector<int64_t> indices;   // dataset index of each sequence id of the global batch
-    scheduler::Plan plan;           // the same on every rank
-    int64_t global_labels = 0;      // label tokens of the global batch
-    int64_t runtime_rollbacks = 0;  // taken by options_.plan_guard
+    std::vector<int64_t> indices;  // dataset index of each sequence id of the global batch
+    scheduler::Plan plan;          // the same on every rank
+    int64_t global_labels = 0;     // label tokens of the global batch
   };
   struct RankBatch {  // this rank's sequences of the plan; tokens point into samples
     std::vector<data::Sample> samples;
-    std::vector<SequenceTokens> tokens;
+    std::vector<scheduler::SequenceTokens> tokens;
   };
   struct StepSeconds {
     double work = 0;  // forward/backward, reductions and the optimizer
@@ -244,16 +244,12 @@ Status Run::SetupData() {
       longest_i = i;
     }
   }
-  const int cp = layout_.cp();
-  if (scheduler::ShardTokens(longest, cp) > bucket_size_tokens_) {
-    const int64_t need_cp = (longest + bucket_size_tokens_ - 1) / bucket_size_tokens_;
+  const std::string problem = scheduler::FitProblem(longest, layout_.cp(), bucket_size_tokens_);
+  if (!problem.empty()) {
     return FailedPreconditionError(
-        dataset_->Location(longest_i) + ": sample of " + std::to_string(longest) +
-        " tokens does not fit spec.scheduler.bucketSize (" + std::to_string(bucket_size_tokens_) +
-        ") x spec.parallelism.contextParallel (" + std::to_string(cp) +
-        "); raise bucketSize to >= " + std::to_string(scheduler::ShardTokens(longest, cp)) +
-        ", contextParallel to >= " + std::to_string(need_cp) +
-        ", or set spec.data.onOverLength: truncate or skip");
+        dataset_->Location(longest_i) + ": sample of " + problem +
+        " (spec.scheduler.bucketSize, spec.parallelism.contextParallel); or set "
+        "spec.data.onOverLength: truncate or skip");
   }
   const int64_t gbs = static_cast<int64_t>(layout_.dp()) * job_.scheduler.batch_size;
   sampler_ = std::make_unique<data::Sampler>(dataset_->size(), gbs, job_.scheduler.seed);
@@ -568,10 +564,9 @@ StatusOr<Run::PlannedStep> Run::PlanStep(int64_t step, StepStats* stats) {
   StatusOr<scheduler::Plan> planned = scheduler::Schedule(policy_, sequences, so, *cost_);
   if (!planned.ok()) return planned.status().WithContext("step " + std::to_string(step));
   p.plan = std::move(planned).value();
-  if (options_.plan_guard) {
-    StatusOr<int64_t> guarded = options_.plan_guard(&p.plan);
-    if (!guarded.ok()) return guarded.status().WithContext("step " + std::to_string(step));
-    p.runtime_rollbacks = *guarded;
+  if (options_.plan_hook_for_testing) {
+    Status hooked = options_.plan_hook_for_testing(&p.plan);
+    if (!hooked.ok()) return hooked.WithContext("step " + std::to_string(step));
   }
   stats->micro_batches = p.plan.NumMicroBatches();
   return p;
@@ -581,7 +576,8 @@ StatusOr<Run::RankBatch> Run::LoadRankBatch(const PlannedStep& planned) {
   RankBatch b;
   b.samples.resize(planned.indices.size());
   b.tokens.resize(planned.indices.size());
-  for (int64_t id : NeededSequenceIds(planned.plan, layout_.dp_rank(), layout_.cp_rank())) {
+  for (int64_t id :
+       scheduler::NeededSequenceIds(planned.plan, layout_.dp_rank(), layout_.cp_rank())) {
     SKRULL_ASSIGN_OR_RETURN(b.samples[id], dataset_->Get(planned.indices[id]));
     b.tokens[id] = {b.samples[id].input_ids.data(), b.samples[id].targets.data(),
                     static_cast<int64_t>(b.samples[id].input_ids.size())};
@@ -672,7 +668,6 @@ void Run::RecordMetrics(const PlannedStep& planned, const RankStepWork& work,
   r.memory_static_bytes = StaticMemoryBytes();
   r.rollbacks.dacp = static_cast<uint64_t>(plan.rollbacks.dacp);
   r.rollbacks.gds = static_cast<uint64_t>(plan.rollbacks.gds);
-  r.rollbacks.runtime = static_cast<uint64_t>(planned.runtime_rollbacks);
   r.local_sequences = static_cast<uint64_t>(work.local_sequences);
   r.distributed_sequences = static_cast<uint64_t>(work.distributed_sequences);
   r.micro_batches = static_cast<uint64_t>(work.micro_batches);
@@ -688,7 +683,6 @@ void Run::AdvanceState(const PlannedStep& planned, const StepStats& stats) {
   state_.train_seconds += stats.seconds;
   state_.rollbacks_dacp += planned.plan.rollbacks.dacp;
   state_.rollbacks_gds += planned.plan.rollbacks.gds;
-  state_.rollbacks_runtime += planned.runtime_rollbacks;
   if (state_.loss_history.empty()) state_.loss_history_first_step = stats.step;
   state_.loss_history.push_back(stats.loss);
   if (state_.loss_history.size() > kLossHistoryTail) {

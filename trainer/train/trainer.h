@@ -81,12 +81,12 @@ struct TrainerOptions {
   const std::atomic<int>* stop_signal = nullptr;
   // Required when contextParallel > 1 (trainer/dist supplies it).
   ContextParallelAttentionFactory cp_attention;
-  // Called on every step's plan after scheduling and before it runs: the
-  // runtime BucketSize guard (trainer/dist/runtime_guard.h) may move local
-  // sequences to distributed. Returns how many roll-backs it took (counted as
-  // `runtime`); an error stops training. Must give the same plan on every
-  // rank. May be empty.
-  std::function<StatusOr<int64_t>(scheduler::Plan* plan)> plan_guard;
+  // Test hook: called on every step's plan after scheduling and before it
+  // runs; may rewrite the plan (the same way on every rank: plans must stay
+  // equal) or stall the rank. An error stops training. Empty in
+  // skrull-trainer: the scheduler's plan fits BucketSize in the exact layout
+  // the trainer runs (scheduler/layout.h), so nothing corrects it here.
+  std::function<Status(scheduler::Plan* plan)> plan_hook_for_testing;
   // Where the step's memory peak and the capacity come from; empty =
   // MakeDeviceMemory (the CUDA caching allocator, or host memory on CPU).
   DeviceMemoryFactory device_memory;
