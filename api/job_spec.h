@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "scheduler/limits.h"
 #include "scheduler/policy_name.h"
 
 namespace skrull::api {
@@ -59,15 +60,16 @@ inline constexpr char kKind[] = "SkrullJob";
 // has. docs/job-spec.md lists them with each field.
 inline constexpr int kMaxNodes = 65536;
 inline constexpr int kMaxProcsPerNode = 1024;
-inline constexpr int kMaxWorldSize = 65536;  // nodes x procsPerNode; also bounds DP and CP
+// Shared with the scheduler (scheduler/limits.h): kMaxWorldSize (nodes x
+// procsPerNode; also bounds DP and CP), kMaxBucketSizeTokens (1024M) and
+// kMaxSequenceTokens (maxLength and bucketSize x contextParallel; 2^31 - 1).
+using scheduler::kMaxBucketSizeTokens;
+using scheduler::kMaxSequenceTokens;
+using scheduler::kMaxWorldSize;
 inline constexpr int kMaxLoraRank = 65536;
-inline constexpr int kMaxBatchSize = 65536;                        // sequences per DP rank
-inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 20;       // dataParallel x batchSize
-inline constexpr int64_t kMaxBucketSizeTokens = int64_t{1} << 30;  // 1024M
-// The longest sequence: maxLength and bucketSize x contextParallel. The
-// trainer's packed-batch offsets are 32-bit.
-inline constexpr int64_t kMaxSequenceTokens = 2147483647;
-inline constexpr int64_t kMaxSteps = 2147483647;  // steps and the other step counts
+inline constexpr int kMaxBatchSize = 65536;                   // sequences per DP rank
+inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 20;  // dataParallel x batchSize
+inline constexpr int64_t kMaxSteps = 2147483647;              // steps and the other step counts
 // runPolicy durations: Kubernetes' own fields of this kind are 32-bit.
 inline constexpr int64_t kMaxSeconds = 2147483647;
 // spec.data.maxLineBytes: default and range.

@@ -9,7 +9,7 @@
 #include "scheduler/layout.h"
 #include "scheduler/packing.h"
 #include "scheduler/parallel_for.h"
-#include "scheduler/simulator.h"
+#include "scheduler/pricing.h"
 
 namespace skrull::scheduler {
 namespace {
@@ -455,7 +455,7 @@ GdsResult RunGds(const std::vector<Sequence>& batch, const GdsOptions& options,
     result.rollbacks.gds += batching.gds_rollbacks;
     if (options.cost_aware && !batching.groups.empty()) {
       // The costliest micro-batch last: its backward hides the most of the
-      // gradient all-reduce (see simulator.h). The rest keep their order.
+      // gradient all-reduce (see pricing.h). The rest keep their order.
       auto costliest = std::max_element(
           batching.groups.begin(), batching.groups.end(),
           [](const PlacedGroup& a, const PlacedGroup& b) { return a.seconds < b.seconds; });

@@ -7,7 +7,7 @@
 //   deal sub[j::m] for j < m; accept when every micro-batch has sum <= C*N
 //   and DACP places it; else m += 1 (one GDS roll-back).
 // Cost-aware mode (what Policy::kSkrull runs) keeps that search and prices
-// alternatives with the simulator's time model (MicroBatchPricer), keeping
+// alternatives with the pricer's time model (pricing.h, MicroBatchPricer), keeping
 // the cheapest; ties keep the paper's choice:
 //   - per micro-batch, DACP's placement vs "distribute the d longest, LPT
 //     the rest onto ranks by FLOPs within BucketSize" for d = 0..16, a x1.25

@@ -31,6 +31,7 @@
 #include "common/status.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/hardware_profile.h"
+#include "scheduler/limits.h"
 #include "scheduler/plan.h"
 #include "scheduler/policy_name.h"
 
@@ -41,14 +42,6 @@ namespace skrull::scheduler {
 StatusOr<Policy> ParsePolicy(const std::string& name);
 // Every policy, in enum order.
 std::vector<Policy> AllPolicies();
-
-// The largest inputs Schedule (and Simulate) accept; larger ones are
-// InvalidArgument. They keep every product the scheduler forms (BucketSize x
-// CP, a batch's token sum) inside int64 and its per-rank tables (dp x cp x
-// micro-batches) in memory. docs/scheduler.md lists them.
-inline constexpr int64_t kMaxSequenceTokens = int64_t{1} << 40;    // 1,099,511,627,776
-inline constexpr int64_t kMaxBucketSizeTokens = int64_t{1} << 40;  // tokens per rank
-inline constexpr int64_t kMaxWorldSize = int64_t{1} << 16;         // dp x cp ranks: 65,536
 
 struct ScheduleOptions {
   Topology topology;
@@ -69,7 +62,7 @@ struct ScheduleOptions {
   bool sub_groups = true;
 };
 
-// What is wrong with a layout against the limits above ("topology: dp x cp =
+// What is wrong with a layout against the limits of limits.h ("topology: dp x cp =
 // 4294967296 ranks exceeds the maximum 65536", bucket_size_tokens out of
 // range, dp or cp < 1); empty when it is fine. Shared by Schedule and Simulate.
 std::vector<std::string> LayoutProblems(const Topology& topology, int64_t bucket_size_tokens);

@@ -15,7 +15,7 @@
 //
 // Flags are read with CLI11 and take their value as the next argument or
 // after '=' (`--dp 4`, `--dp=4`). Token counts accept a K (x1024) or M
-// (x1024^2) suffix: `26K` is 26624 tokens. Sizes are bounded (policy.h,
+// (x1024^2) suffix: `26K` is 26624 tokens. Sizes are bounded (limits.h,
 // simulator.h): --dp x --cp <= kMaxWorldSize ranks, --bucket-size <=
 // kMaxBucketSizeTokens, --dp x --batch-size <= kMaxGlobalBatchSequences; a
 // product over its bound is an error naming both flags. Parsing is pure (no
