@@ -110,6 +110,32 @@ double MemoryLine::TokensWithin(double budget_bytes) const {
   return (budget_bytes - static_bytes) / bytes_per_token;
 }
 
+LinearFit FitLine(const std::vector<double>& xs, const std::vector<double>& ys) {
+  SKRULL_CHECK(!xs.empty() && xs.size() == ys.size())
+      << "FitLine: " << xs.size() << " xs, " << ys.size() << " ys";
+  const double n = static_cast<double>(xs.size());
+  double sum_x = 0, sum_y = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    sum_x += xs[i];
+    sum_y += ys[i];
+  }
+  const double mean_x = sum_x / n, mean_y = sum_y / n;
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double dx = xs[i] - mean_x;
+    sxx += dx * dx;
+    sxy += dx * (ys[i] - mean_y);
+  }
+  LinearFit f;
+  if (sxx <= 0) {
+    f.slope = sum_x != 0 ? sum_y / sum_x : 0;
+    return f;
+  }
+  f.slope = sxy / sxx;
+  f.intercept = mean_y - f.slope * mean_x;
+  return f;
+}
+
 int64_t BucketSizeTokens(const MemoryLine& line, double device_memory_bytes, double memory_fraction,
                          double reserve_bytes) {
   SKRULL_CHECK(memory_fraction > 0 && memory_fraction <= 1)

@@ -105,6 +105,20 @@ struct MemoryLine {
   double TokensWithin(double budget_bytes) const;
 };
 
+// A least-squares line y = slope * x + intercept: how `skrull-trainer
+// --profile` and the BucketSize tuner fit measured memory (and the profile its
+// collective timings) to the line above.
+struct LinearFit {
+  double slope = 0;
+  double intercept = 0;
+};
+// Least squares on centred values: memory is ~1e10 bytes against ~1e4 tokens,
+// so raw sums of squares would lose the slope to rounding. With one point, or
+// every x equal, the line through the origin and the points' mean: slope =
+// sum(y) / sum(x) (0 when sum(x) is 0), intercept 0.
+// REQUIRES: xs.size() == ys.size() >= 1.
+LinearFit FitLine(const std::vector<double>& xs, const std::vector<double>& ys);
+
 // The BucketSize a rank of `device_memory_bytes` allows: floor of
 // line.TokensWithin(device_memory_bytes * memory_fraction - reserve_bytes),
 // 0 when nothing fits. REQUIRES: 0 < memory_fraction <= 1.

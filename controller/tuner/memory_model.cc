@@ -71,29 +71,22 @@ MemoryFit FitMemoryModel(const std::vector<MemoryPoint>& steps, double min_token
         100 * (hi - lo) / hi, 100 * min_token_spread);
     return ratio_fallback(buf);
   }
-  // Centred least squares: bytes are ~1e10 and tokens ~1e4, so raw sums of
-  // squares would lose the slope to rounding.
-  const double n = static_cast<double>(env.size());
-  double mean_t = 0, mean_b = 0;
+  // Distinct token counts (the envelope has one point per count), so the fit
+  // is a true least-squares line.
+  std::vector<double> tokens, bytes;
   for (const MemoryPoint& p : env) {
-    mean_t += static_cast<double>(p.tokens) / n;
-    mean_b += static_cast<double>(p.bytes) / n;
+    tokens.push_back(static_cast<double>(p.tokens));
+    bytes.push_back(static_cast<double>(p.bytes));
   }
-  double stt = 0, stb = 0;
-  for (const MemoryPoint& p : env) {
-    const double dt = static_cast<double>(p.tokens) - mean_t;
-    stt += dt * dt;
-    stb += dt * (static_cast<double>(p.bytes) - mean_b);
-  }
-  SKRULL_CHECK(stt > 0) << "distinct envelope token counts must have a positive variance";
-  const double slope = stb / stt;
+  const scheduler::LinearFit line = scheduler::FitLine(tokens, bytes);
+  const double slope = line.slope;
   if (!std::isfinite(slope) || slope <= 0) {
     return ratio_fallback("slope not positive over " + std::to_string(env.size()) +
                           " points: memory did not grow with tokens");
   }
   fit.method = FitMethod::kLeastSquares;
   fit.bytes_per_token = slope;
-  fit.static_bytes = mean_b - slope * mean_t;
+  fit.static_bytes = line.intercept;
   return fit;
 }
 

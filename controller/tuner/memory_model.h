@@ -84,7 +84,8 @@ struct MemoryFit {
 // envelope points whose token counts span at least `min_token_spread` of the
 // largest ((max - min) / max; closer counts make the slope noise) and a
 // positive, finite slope; otherwise the fit falls back to the headroom ratio
-// through the peak point. Least squares is computed on centred values.
+// through the peak point. The line is scheduler::FitLine (centred least
+// squares), the one the profile fits too.
 MemoryFit FitMemoryModel(const std::vector<MemoryPoint>& steps, double min_token_spread = 0.1);
 
 // Tokens a rank can hold within `budget_bytes` under `fit`, before rounding

@@ -92,6 +92,29 @@ TEST(MemoryModel, Qwen7bOnH100AtThirtyTwoRanksRefusesStageZeroAndFitsStageTwo) {
   EXPECT_EQ(bucket(2), 7987);  // the paper profiled 13K with selective recompute
 }
 
+TEST(MemoryModel, FitLineKeepsTheSlopeOfGigabyteMemoryOverTokens) {
+  // 40 GB of static memory plus 123,456.75 bytes per token: raw sums of
+  // squares (~1e24) would round the slope away; centred values keep it.
+  std::vector<double> tokens, bytes;
+  for (int k = 1; k <= 8; ++k) {
+    tokens.push_back(4096.0 * k + 1);
+    bytes.push_back(4e10 + 123456.75 * tokens.back());
+  }
+  const LinearFit f = FitLine(tokens, bytes);
+  EXPECT_NEAR(f.slope, 123456.75, 1e-6);
+  EXPECT_NEAR(f.intercept, 4e10, 1.0);
+}
+
+TEST(MemoryModel, FitLineWithoutSpreadGoesThroughTheOrigin) {
+  const LinearFit one = FitLine({100}, {500});
+  EXPECT_DOUBLE_EQ(one.slope, 5);
+  EXPECT_DOUBLE_EQ(one.intercept, 0);
+  const LinearFit flat = FitLine({100, 100}, {400, 600});
+  EXPECT_DOUBLE_EQ(flat.slope, 5);
+  EXPECT_DOUBLE_EQ(flat.intercept, 0);
+  EXPECT_DOUBLE_EQ(FitLine({0}, {7}).slope, 0);
+}
+
 TEST(MemoryModel, FormatBytesUsesBinaryUnits) {
   EXPECT_EQ(FormatBytes(512), "512 B");
   EXPECT_EQ(FormatBytes(1.5 * (1 << 20)), "1.5 MiB");

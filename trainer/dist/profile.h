@@ -37,6 +37,7 @@
 #include "api/job_spec.h"
 #include "common/status.h"
 #include "scheduler/hardware_profile.h"
+#include "scheduler/model_config.h"
 #include "trainer/dist/launcher.h"
 
 namespace skrull::dist {
@@ -56,22 +57,64 @@ struct ProfileOptions {
   double safety_margin = 0.1;  // BucketSize keeps this fraction of capacity free
 };
 
-struct LinearFit {
-  double slope = 0;
-  double intercept = 0;
-};
-// Least squares y = slope * x + intercept. REQUIRES: xs.size() == ys.size() >= 1.
-LinearFit FitLine(const std::vector<double>& xs, const std::vector<double>& ys);
-
 // latency + bus bandwidth from (bytes, seconds) samples of `op` over n ranks
-// (hardware_profile.h's formula); latency >= 0, bandwidth > 0.
+// (hardware_profile.h's formula, fitted with scheduler::FitLine); latency >=
+// 0, bandwidth > 0.
 scheduler::HardwareProfile::Collective FitCollective(
     scheduler::CollectiveOp op, int group_size,
     const std::vector<std::pair<int64_t, double>>& samples);
 
-// Profiles as rank env.layout.rank() of the job (world 1: no process groups; world > 1:
-// rendezvous as for training, the launcher having started every rank).
-// Rank 0 writes the profile. Prints a one-line summary to stderr.
+// What one rank measured (MeasureProfile). Samples are (x, y) pairs.
+struct ProfileMeasurements {
+  scheduler::ModelConfig config;  // the job's model
+  std::string config_path;        // spec.model.config
+  bool cuda = false;              // measured on a GPU (else the CPU)
+  // Memory: activation bytes above static vs tokens, after a warm-up step.
+  std::vector<std::pair<int64_t, double>> memory_samples;
+  uint64_t static_bytes = 0;     // weights, gradients, AdamW state, runtime
+  uint64_t model_bytes = 0;      // the part the model and optimizer added
+  uint64_t capacity_bytes = 0;   // the rank's share of device (or host) memory
+  int procs_sharing_memory = 1;  // host memory is shared by the node's ranks
+  // Compute: step seconds vs packed tokens and vs one sequence's length; the
+  // 1024^3 matmul and kernel launch latency.
+  std::vector<std::pair<int64_t, double>> token_seconds, seqlen_seconds;
+  double matmul_seconds = 0, peak_flops = 0, launch_seconds = 0;
+  // Collectives (world > 1): seconds vs bytes on the CP group (the world when
+  // CP = 1) and the world. One process: a memory copy's seconds instead.
+  bool collectives_measured = false;
+  int kv_group_size = 0, world_group_size = 0;
+  std::string backend;
+  std::vector<std::pair<int64_t, double>> all_gather, reduce_scatter, all_reduce;
+  double copy_seconds = 0;
+};
+
+// The hardware profile and BucketSize fitted to the measurements (FitProfile).
+struct FittedProfile {
+  scheduler::HardwareProfile hardware;
+  double alpha_bytes_per_token = 0;  // Mem_act slope (at least 1)
+  double beta_bytes = 0;             // Mem_act intercept (at least 0)
+  int64_t unclamped_bucket_size_tokens = 0;
+  int64_t bucket_size_tokens = 0;  // clamped to spec.tuning's [min, max]
+};
+
+// Measures as rank env.layout.rank() of the job (world 1: no process groups;
+// world > 1: rendezvous as for training, the launcher having started every
+// rank). libtorch errors come back as Internal.
+StatusOr<ProfileMeasurements> MeasureProfile(const api::JobSpec& job, const RankEnv& env,
+                                             const ProfileOptions& options);
+
+// Pure: efficiency tables against the measured peak, collectives, the memory
+// line (scheduler::FitLine) and BucketSize = scheduler::BucketSizeTokens of
+// that line at (1 - safety_margin) of capacity, clamped to [min, max].
+FittedProfile FitProfile(const ProfileMeasurements& measured, const ProfileOptions& options,
+                         int64_t min_bucket_size_tokens, int64_t max_bucket_size_tokens);
+
+// The profile file's text (the schema at the top of this header).
+std::string ProfileJson(const ProfileMeasurements& measured, const FittedProfile& fitted,
+                        const ProfileOptions& options, const std::string& job_name, int world_size);
+
+// Measure, fit, and (rank 0) write the profile after checking the scheduler
+// reads it back. Prints a one-line summary to stderr.
 Status RunProfileRank(const api::JobSpec& job, const RankEnv& env, const ProfileOptions& options);
 
 }  // namespace skrull::dist
