@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/json_fields.h"
+#include "tokenizer/tokenizer_internal.h"
 #include "tokenizer/utf8.h"
 
 namespace skrull::tokenizer {
@@ -56,32 +57,32 @@ AddedTokens::AddedTokens() = default;
 AddedTokens::~AddedTokens() = default;
 
 StatusOr<std::unique_ptr<AddedTokens>> AddedTokens::FromJson(const nlohmann::json& list,
-                                                             const Normalizer& normalizer) {
+                                                             const Normalizer& normalizer,
+                                                             int32_t id_bound) {
   std::unique_ptr<AddedTokens> t(new AddedTokens());
   t->raw_ = std::make_unique<Trie>();
   t->normalized_ = std::make_unique<Trie>();
   if (!list.is_null() && !list.is_array()) {
-    return InvalidArgumentError("added_tokens: expected a list");
+    return JsonFields(list, "", "added_tokens").Error("", "must be a list", &list);
   }
   for (size_t i = 0; list.is_array() && i < list.size(); ++i) {
     const auto& e = list[i];
-    const std::string where = "added_tokens[" + std::to_string(i) + "]";
-    if (!e.is_object() || !e.contains("content") || !e["content"].is_string() ||
-        !e.contains("id") || !e["id"].is_number_integer() || e["id"].get<int64_t>() < 0 ||
-        e["id"].get<int64_t>() >= (1 << 30)) {
-      return InvalidArgumentError(where + ": expected {\"id\": int, \"content\": string, ...}");
-    }
+    const JsonFields f(e, "", "added_tokens[" + std::to_string(i) + "]");
+    if (!e.is_object()) return f.Error("", "must be {\"id\": int, \"content\": string, ...}", &e);
     AddedToken token;
-    token.content = e["content"].get<std::string>();
-    token.id = static_cast<int32_t>(e["id"].get<int64_t>());
-    const JsonFields f(e, "", where);
+    SKRULL_ASSIGN_OR_RETURN(const int64_t id, f.RequiredInt("id"));
+    if (id < 0 || id >= id_bound) {
+      return f.Error("id", "must be in " + IdBoundText(id_bound), &e["id"]);
+    }
+    token.id = static_cast<int32_t>(id);
+    SKRULL_ASSIGN_OR_RETURN(token.content, f.RequiredString("content"));
     SKRULL_ASSIGN_OR_RETURN(token.special, f.OptionalBool("special", false));
     SKRULL_ASSIGN_OR_RETURN(token.normalized, f.OptionalBool("normalized", !token.special));
     SKRULL_ASSIGN_OR_RETURN(token.lstrip, f.OptionalBool("lstrip", false));
     SKRULL_ASSIGN_OR_RETURN(token.rstrip, f.OptionalBool("rstrip", false));
     SKRULL_ASSIGN_OR_RETURN(token.single_word, f.OptionalBool("single_word", false));
     if (token.content.empty() || FindInvalidUtf8(token.content) != std::string_view::npos) {
-      return InvalidArgumentError(where + ": content must be non-empty UTF-8");
+      return f.Error("content", "must be non-empty UTF-8");
     }
     const auto index = static_cast<int32_t>(t->tokens_.size());
     t->by_content_.emplace(token.content, static_cast<size_t>(index));
