@@ -106,6 +106,13 @@ StatusOr<std::unique_ptr<ChatTemplate>> ChatTemplate::Create(const std::string& 
 
 StatusOr<jinja::TaggedString> ChatTemplate::Render(const Json& messages,
                                                    const jinja::RenderOptions& options) const {
+  if (!messages.is_array()) {
+    return InvalidArgumentError(origin_ + ": chat template: messages must be a list");
+  }
+  if (jinja::JsonDepthExceeds(messages, jinja::kMaxValueDepth)) {
+    return InvalidArgumentError(origin_ + ": chat template: messages nest deeper than " +
+                                std::to_string(jinja::kMaxValueDepth) + " levels");
+  }
   jinja::ValueList list;
   for (size_t i = 0; i < messages.size(); ++i) {
     jinja::Value m = jinja::Value::FromJson(messages[i]);
