@@ -33,7 +33,8 @@ auto Fields(const LoraSpec& l) { return std::tie(l.rank, l.alpha, l.target_modul
 auto Fields(const ModelSpec& m) { return std::tie(m.config, m.weights, m.seed); }
 auto Fields(const DataSpec& d) {
   return std::tie(d.path, d.format, d.max_length_tokens, d.over_length, d.malformed, d.tokenizer,
-                  d.chat_template, d.max_line_bytes);
+                  d.chat_template, d.max_line_bytes, d.template_max_bytes, d.template_max_steps,
+                  d.template_max_seconds);
 }
 auto Fields(const ParallelismSpec& p) {
   return std::tie(p.nodes, p.procs_per_node, p.data_parallel, p.context_parallel);

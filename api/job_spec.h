@@ -76,6 +76,15 @@ inline constexpr int64_t kMaxSeconds = 2147483647;
 inline constexpr int64_t kDefaultMaxLineBytes = int64_t{64} << 20;   // 64 MiB
 inline constexpr int64_t kMinMaxLineBytes = int64_t{1} << 10;        // 1 KiB
 inline constexpr int64_t kMaxMaxLineBytes = (int64_t{4} << 30) - 1;  // 4 GiB - 1 (32-bit index)
+// spec.data.templateMaxBytes / templateMaxSteps / templateMaxSeconds: the work
+// budget of one chat-template rendering (docs/tokenizer.md); defaults equal
+// tokenizer/jinja/budget.h's RenderLimits (trainer/data checks they agree).
+inline constexpr int64_t kDefaultTemplateMaxBytes = int64_t{64} << 20;  // 64 MiB
+inline constexpr int64_t kMaxTemplateMaxBytes = int64_t{16} << 30;      // 16 GiB
+inline constexpr int64_t kDefaultTemplateMaxSteps = int64_t{1} << 24;
+inline constexpr int64_t kMaxTemplateMaxSteps = int64_t{1} << 40;
+inline constexpr double kDefaultTemplateMaxSeconds = 3.0;
+inline constexpr double kMaxTemplateMaxSeconds = 3600.0;
 
 struct LoraSpec {
   int rank = 16;        // r, >= 1
@@ -115,6 +124,13 @@ struct DataSpec {
   // bytes, kMinMaxLineBytes .. kMaxMaxLineBytes; a longer line is malformed
   // (onMalformed says what happens). Bounds the memory one line costs.
   int64_t max_line_bytes = kDefaultMaxLineBytes;
+  // YAML: templateMaxBytes, templateMaxSteps, templateMaxSeconds. The work
+  // budget of rendering one line's chat: the largest string or list
+  // (1 MiB .. 16 GiB), steps (10^4 .. 2^40) and wall-clock seconds (0 .. 3600)
+  // the template may take; over one, the line is malformed.
+  int64_t template_max_bytes = kDefaultTemplateMaxBytes;
+  int64_t template_max_steps = kDefaultTemplateMaxSteps;
+  double template_max_seconds = kDefaultTemplateMaxSeconds;
 };
 
 struct ParallelismSpec {

@@ -44,6 +44,9 @@ void ParseData(MapReader& m, DataSpec* data) {
   m.Read("tokenizer", &data->tokenizer);
   m.Read("chatTemplate", &data->chat_template);
   m.Read("maxLineBytes", &data->max_line_bytes);
+  m.Read("templateMaxBytes", &data->template_max_bytes);
+  m.Read("templateMaxSteps", &data->template_max_steps);
+  m.Read("templateMaxSeconds", &data->template_max_seconds);
 }
 
 void ParseParallelism(MapReader& m, ParallelismSpec* p) {

@@ -122,6 +122,15 @@ std::string ToYaml(const JobSpec& s) {
   // Like hardwareProfile below: only when not the default, so documents and
   // JobSpecHash of jobs that do not set it stay as they were.
   if (d.max_line_bytes != kDefaultMaxLineBytes) w.Int("maxLineBytes", d.max_line_bytes);
+  if (d.template_max_bytes != kDefaultTemplateMaxBytes) {
+    w.Int("templateMaxBytes", d.template_max_bytes);
+  }
+  if (d.template_max_steps != kDefaultTemplateMaxSteps) {
+    w.Int("templateMaxSteps", d.template_max_steps);
+  }
+  if (d.template_max_seconds != kDefaultTemplateMaxSeconds) {
+    w.Num("templateMaxSeconds", d.template_max_seconds);
+  }
   w.End();
 
   const ParallelismSpec& p = s.parallelism;

@@ -146,6 +146,11 @@ void CheckData(const JobSpec& s, Checker& c) {
   c.Required("spec.data.path", d.path, "path to a .jsonl file");
   c.InRange("spec.data.maxLength", d.max_length_tokens, 0, kMaxSequenceTokens);
   c.InRange("spec.data.maxLineBytes", d.max_line_bytes, kMinMaxLineBytes, kMaxMaxLineBytes);
+  c.InRange("spec.data.templateMaxBytes", d.template_max_bytes, int64_t{1} << 20,
+            kMaxTemplateMaxBytes);
+  c.InRange("spec.data.templateMaxSteps", d.template_max_steps, 10000, kMaxTemplateMaxSteps);
+  c.InRange("spec.data.templateMaxSeconds", d.template_max_seconds, 0, false,
+            kMaxTemplateMaxSeconds, true);
   const bool text = d.format == DataFormat::kTextJsonl;
   if (text && d.tokenizer.empty() && !s.model.weights.empty()) {
     c.Error("spec.data.tokenizer",

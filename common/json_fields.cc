@@ -1,5 +1,6 @@
 #include "common/json_fields.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -32,10 +33,69 @@ std::string RangeText(T min, T max, T lowest, T highest, bool below) {
 
 }  // namespace
 
+namespace {
+
+// Appends `value` as compact JSON, stopping once `out` is longer than `limit`
+// and printing containers nested deeper than kMaxExcerptDepth as [...] / {...}.
+void AppendExcerpt(const json& value, int depth, size_t limit, std::string* out) {
+  constexpr int kMaxExcerptDepth = 8;
+  if (out->size() > limit) return;
+  if (!value.is_structured()) {
+    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+    out->append(text, 0, limit + 1 - std::min(limit + 1, out->size()));
+    return;
+  }
+  const bool array = value.is_array();
+  if (depth >= kMaxExcerptDepth) {
+    *out += array ? "[...]" : "{...}";
+    return;
+  }
+  *out += array ? '[' : '{';
+  bool first = true;
+  for (auto it = value.begin(); it != value.end() && out->size() <= limit; ++it) {
+    if (!first) *out += ',';
+    first = false;
+    if (!array) {
+      AppendExcerpt(json(it.key()), depth + 1, limit, out);
+      *out += ':';
+    }
+    AppendExcerpt(*it, depth + 1, limit, out);
+  }
+  *out += array ? ']' : '}';
+}
+
+}  // namespace
+
 std::string JsonExcerpt(const json& value) {
-  std::string text = value.dump();
+  std::string text;
+  AppendExcerpt(value, 0, 60, &text);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
+}
+
+std::optional<JsonNesting> FindJsonNestingBeyond(std::string_view text, int max_depth) {
+  int depth = 0;
+  int64_t line = 1;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return JsonNesting{i, line};
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::nullopt;
 }
 
 JsonFields::JsonFields(const json& object, std::string origin, std::string path)

@@ -21,7 +21,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -95,8 +97,20 @@ class JsonFields {
   std::string path_;
 };
 
-// `value` as JSON text cut to 60 characters, for echoing in errors.
+// `value` as JSON text cut to 60 characters, for echoing in errors. Bounded
+// work and stack whatever `value` holds (deep or huge arrays print "[...").
 std::string JsonExcerpt(const nlohmann::json& value);
+
+// Where JSON text first opens more than `max_depth` nested arrays/objects.
+struct JsonNesting {
+  size_t offset;  // byte offset of the bracket that goes one level too deep
+  int64_t line;   // its line, from 1
+};
+// The first place `text` nests deeper than `max_depth`, or nullopt. Brackets
+// inside strings (escapes honoured) do not count. One linear pass, no
+// allocation; it does not validate the JSON (the parser does). Run it before
+// parsing a document whose values are later walked recursively.
+std::optional<JsonNesting> FindJsonNestingBeyond(std::string_view text, int max_depth);
 
 // Collects the problems of one document so a reader reports them all at
 // once: "<origin>: <problem>; <problem>; ...", each problem worded as above

@@ -5,12 +5,16 @@
 // found interesting, and every crash found, renamed crash-*) into a
 // regression test: a crash or a failed property check aborts the process.
 //
-//   <target>_replay DIR_OR_FILE...
+//   <target>_replay [--max-seconds=S] DIR_OR_FILE...
 // Exits 0 after printing how many inputs were replayed; 2 when an argument
-// does not exist, a directory holds no files, or a file cannot be read.
+// does not exist, a directory holds no files, or a file cannot be read; 1
+// when an input took longer than S seconds (a regression test for inputs
+// that used to hang: the targets bound their work).
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -57,9 +61,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<fs::path> inputs;
+  double max_seconds = 0;  // 0 = no limit
+  const std::string flag = "--max-seconds=";
   for (int i = 1; i < argc; ++i) {
-    if (!CollectInputs(argv[i], &inputs)) return 2;
+    const std::string arg = argv[i];
+    if (arg.rfind(flag, 0) == 0) {
+      max_seconds = std::atof(arg.c_str() + flag.size());
+      continue;
+    }
+    if (!CollectInputs(arg, &inputs)) return 2;
   }
+  int slow = 0;
   for (const fs::path& path : inputs) {
     std::ifstream in(path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -69,8 +81,16 @@ int main(int argc, char** argv) {
     }
     // Printed before the call so that a crash names its input.
     std::cerr << "replaying " << path.string() << " (" << bytes.size() << " bytes)\n";
+    const auto start = std::chrono::steady_clock::now();
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (max_seconds > 0 && seconds > max_seconds) {
+      std::cerr << path.string() << ": took " << seconds << " s, over --max-seconds=" << max_seconds
+                << "\n";
+      ++slow;
+    }
   }
   std::cout << "replayed " << inputs.size() << " inputs\n";
-  return 0;
+  return slow > 0 ? 1 : 0;
 }

@@ -44,8 +44,10 @@ struct TextSplit {
 class AddedTokens {
  public:
   // From the "added_tokens" list; `normalizer` spells the normalized tokens.
+  // Ids must be in [0, id_bound).
   static StatusOr<std::unique_ptr<AddedTokens>> FromJson(const nlohmann::json& list,
-                                                         const Normalizer& normalizer);
+                                                         const Normalizer& normalizer,
+                                                         int32_t id_bound);
   ~AddedTokens();
 
   // Splits `text` on the tokens with normalized == `normalized`; the splits

@@ -6,6 +6,7 @@
 
 #include "common/json_fields.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/tokenizer_internal.h"
 
 namespace skrull::tokenizer {
 namespace {
@@ -20,31 +21,28 @@ struct ThreadCache {
   std::unordered_map<std::string, std::vector<int32_t>> entries;
 };
 
-std::string Quote(const std::string& s) { return nlohmann::json(s).dump(); }
+std::string Quote(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
-Status CheckOptions(const nlohmann::json& model) {
-  const JsonFields f(model, "", "model");
+Status CheckOptions(const JsonFields& f, const nlohmann::json& model) {
   SKRULL_ASSIGN_OR_RETURN(const std::string type, f.OptionalString("type", "BPE"));
   if (type != "BPE") {
-    return InvalidArgumentError("model type \"" + type +
-                                "\" is not supported (supported: byte-level BPE, as Qwen2 and "
-                                "Llama-3 use)");
+    return f.Error("type", "\"" + type +
+                               "\" is not supported (supported: byte-level BPE, as Qwen2 and "
+                               "Llama-3 use)");
   }
-  auto set = [&](const char* key) {
-    return model.contains(key) && !model[key].is_null() &&
-           !(model[key].is_string() && model[key].get<std::string>().empty()) &&
-           !(model[key].is_boolean() && !model[key].get<bool>());
-  };
   for (const char* key : {"dropout", "byte_fallback", "continuing_subword_prefix",
                           "end_of_word_suffix", "fuse_unk"}) {
-    if (set(key)) {
-      return InvalidArgumentError("model." + std::string(key) + " = " + model[key].dump() +
-                                  " is not supported by this byte-level BPE (it must be null, "
-                                  "false or empty)");
+    auto it = model.find(key);
+    if (it == model.end() || it->is_null() ||
+        (it->is_string() && it->get_ref<const std::string&>().empty()) ||
+        (it->is_boolean() && !it->get<bool>())) {
+      continue;
     }
+    return f.Error(key, "is not supported by this byte-level BPE (it must be null, false or empty)",
+                   &*it);
   }
-  SKRULL_RETURN_IF_ERROR(f.RequiredObject("vocab").status());  // token -> id
-  SKRULL_RETURN_IF_ERROR(f.RequiredArray("merges").status());
   return OkStatus();
 }
 
@@ -72,23 +70,25 @@ Status SplitMerge(const nlohmann::json& m, size_t rank, std::string* a, std::str
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Bpe>> Bpe::FromJson(const nlohmann::json& model) {
-  SKRULL_RETURN_IF_ERROR(CheckOptions(model));
+StatusOr<std::unique_ptr<Bpe>> Bpe::FromJson(const nlohmann::json& model, int32_t id_bound) {
+  const JsonFields f(model, "", "model");
+  SKRULL_RETURN_IF_ERROR(CheckOptions(f, model));
+  SKRULL_ASSIGN_OR_RETURN(const nlohmann::json* vocab, f.RequiredObject("vocab"));  // token -> id
+  SKRULL_ASSIGN_OR_RETURN(const nlohmann::json* merges_json, f.RequiredArray("merges"));
   std::unique_ptr<Bpe> bpe(new Bpe());
   static std::atomic<uint64_t> next_instance{1};
   bpe->instance_ = next_instance.fetch_add(1);
-  SKRULL_ASSIGN_OR_RETURN(bpe->ignore_merges_,
-                          JsonFields(model, "", "model").OptionalBool("ignore_merges", false));
+  SKRULL_ASSIGN_OR_RETURN(bpe->ignore_merges_, f.OptionalBool("ignore_merges", false));
   bpe->byte_ids_.fill(-1);
   std::unordered_map<std::string, int32_t> by_text;  // byte-level spelling -> id
-  by_text.reserve(model["vocab"].size());
-  bpe->vocab_.reserve(model["vocab"].size());
-  for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 30)) {
-      return InvalidArgumentError("model.vocab[" + Quote(text) + "] = " + id.dump() +
-                                  ": ids must be integers in [0, 2^30)");
+  by_text.reserve(vocab->size());
+  bpe->vocab_.reserve(vocab->size());
+  for (const auto& [text, id] : vocab->items()) {
+    if (!IsIdBelow(id, id_bound)) {
+      return f.Error("vocab[" + Quote(text) + "]",
+                     "ids must be integers in " + IdBoundText(id_bound), &id);
     }
-    const auto value = static_cast<int32_t>(id.get<int64_t>());
+    const auto value = id.get<int32_t>();
     by_text.emplace(text, value);
     // Keys outside the byte-level alphabet cannot come out of ByteLevel
     // pre-tokenization; they keep their id but no byte spelling.
@@ -109,7 +109,7 @@ StatusOr<std::unique_ptr<Bpe>> Bpe::FromJson(const nlohmann::json& model) {
           "); only byte-level BPE vocabularies (all 256 byte tokens) are supported");
     }
   }
-  const auto& merges = model["merges"];
+  const auto& merges = *merges_json;
   bpe->merges_.reserve(merges.size());
   std::string a, b;
   for (size_t rank = 0; rank < merges.size(); ++rank) {

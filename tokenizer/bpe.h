@@ -29,9 +29,11 @@ class Bpe {
  public:
   // From the "model" value. InvalidArgument for other model types, options
   // this implementation does not have (dropout, byte_fallback, subword
-  // prefixes/suffixes), merges that name unknown tokens, and a vocabulary
-  // without all 256 byte tokens.
-  static StatusOr<std::unique_ptr<Bpe>> FromJson(const nlohmann::json& model);
+  // prefixes/suffixes), merges that name unknown tokens, a vocabulary
+  // without all 256 byte tokens, and ids outside [0, id_bound) (the caller
+  // passes the number of tokens the file holds, so tables indexed by id are
+  // sized by the file, not by its largest number).
+  static StatusOr<std::unique_ptr<Bpe>> FromJson(const nlohmann::json& model, int32_t id_bound);
 
   // Appends the ids of one pre-tokenized piece (its raw bytes).
   void Encode(std::string_view bytes, std::vector<int32_t>* ids) const;

@@ -1,27 +1,33 @@
 #include "tokenizer/chat.h"
 
 #include <algorithm>
+#include <optional>
+
+#include "common/json_fields.h"
 
 namespace skrull::tokenizer {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
+// tokenizer_config.json may nest JSON this deep (checked before parsing).
+constexpr int kMaxConfigDepth = 64;
+
 // The special-token attributes transformers passes to chat templates.
 constexpr const char* kSpecialTokenKeys[] = {"bos_token", "eos_token", "unk_token", "sep_token",
                                              "pad_token", "cls_token", "mask_token"};
 
-// A token in tokenizer_config.json: "text" or {"content": "text", ...}.
-bool TokenText(const Json& v, std::string* out) {
-  if (v.is_string()) {
-    *out = v.get<std::string>();
-    return true;
+// A token in tokenizer_config.json at `key` of `f`: "text" or {"content":
+// "text", ...}; nullopt when absent or null.
+StatusOr<std::optional<std::string>> TokenText(const JsonFields& f, const std::string& key,
+                                               const nlohmann::json* value) {
+  if (value == nullptr || value->is_null()) return std::optional<std::string>();
+  if (value->is_string()) return std::optional<std::string>(value->get<std::string>());
+  if (!value->is_object()) {
+    return f.Error(key, "must be a string or {\"content\": \"...\"}", value);
   }
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) {
-    *out = v["content"].get<std::string>();
-    return true;
-  }
-  return false;
+  SKRULL_ASSIGN_OR_RETURN(std::string text, f.Nested(key, *value).RequiredString("content"));
+  return std::optional<std::string>(std::move(text));
 }
 
 bool IsBlank(const std::string& text, TokenOffsets o) {
@@ -35,42 +41,50 @@ bool IsBlank(const std::string& text, TokenOffsets o) {
 
 StatusOr<TokenizerConfig> ParseTokenizerConfig(std::string_view json_text,
                                                const std::string& origin) {
-  Json doc = Json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (auto deep = FindJsonNestingBeyond(json_text, kMaxConfigDepth)) {
+    return InvalidArgumentError(origin + ":" + std::to_string(deep->line) +
+                                ": JSON nested deeper than " + std::to_string(kMaxConfigDepth) +
+                                " levels (byte " + std::to_string(deep->offset) + ")");
+  }
+  const auto doc = nlohmann::json::parse(json_text.begin(), json_text.end(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
     return InvalidArgumentError(origin + ": not a tokenizer_config.json (not a JSON object)");
   }
+  const JsonFields f(doc, origin);
   TokenizerConfig config;
-  if (doc.contains("chat_template")) {
-    const Json& t = doc["chat_template"];
-    if (t.is_string()) {
-      config.chat_template = t.get<std::string>();
-    } else if (t.is_array()) {
-      for (const Json& named : t) {
-        if (named.is_object() && named.contains("name") && named["name"] == "default" &&
-            named.contains("template") && named["template"].is_string()) {
-          config.chat_template = named["template"].get<std::string>();
-        }
-      }
-      if (config.chat_template.empty()) {
-        return InvalidArgumentError(origin +
-                                    ": chat_template: a list without a template named "
-                                    "\"default\"; set spec.data.chatTemplate");
-      }
-    } else if (!t.is_null()) {
-      return InvalidArgumentError(origin + ": chat_template: must be a string or a list");
+  const auto named = doc.find("chat_template");
+  if (named != doc.end() && named->is_array()) {
+    for (size_t i = 0; i < named->size(); ++i) {
+      const JsonFields t = f.Nested("chat_template[" + std::to_string(i) + "]", (*named)[i]);
+      SKRULL_ASSIGN_OR_RETURN(const std::string name, t.RequiredString("name"));
+      SKRULL_ASSIGN_OR_RETURN(std::string text, t.RequiredString("template"));
+      if (name == "default") config.chat_template = std::move(text);
     }
+    if (config.chat_template.empty()) {
+      return f.Error("chat_template",
+                     "a list without a template named \"default\"; set spec.data.chatTemplate");
+    }
+  } else if (named != doc.end() && !named->is_null() && !named->is_string()) {
+    return f.Error("chat_template", "must be a string or a list of {\"name\", \"template\"}",
+                   &*named);
+  } else {
+    SKRULL_ASSIGN_OR_RETURN(config.chat_template, f.OptionalString("chat_template"));
   }
   for (const char* key : kSpecialTokenKeys) {
-    std::string text;
-    if (doc.contains(key) && TokenText(doc[key], &text)) {
-      config.special_tokens.emplace_back(key, jinja::Value::String(text));
-    }
+    const auto it = doc.find(key);
+    SKRULL_ASSIGN_OR_RETURN(std::optional<std::string> text,
+                            TokenText(f, key, it == doc.end() ? nullptr : &*it));
+    if (text) config.special_tokens.emplace_back(key, jinja::Value::String(std::move(*text)));
   }
-  if (doc.contains("additional_special_tokens") && doc["additional_special_tokens"].is_array()) {
+  SKRULL_ASSIGN_OR_RETURN(const nlohmann::json* additional,
+                          f.OptionalArray("additional_special_tokens"));
+  if (additional != nullptr) {
     jinja::ValueList list;
-    for (const Json& v : doc["additional_special_tokens"]) {
-      std::string text;
-      if (TokenText(v, &text)) list.push_back(jinja::Value::String(text));
+    for (size_t i = 0; i < additional->size(); ++i) {
+      SKRULL_ASSIGN_OR_RETURN(
+          std::optional<std::string> text,
+          TokenText(f, "additional_special_tokens[" + std::to_string(i) + "]", &(*additional)[i]));
+      if (text) list.push_back(jinja::Value::String(std::move(*text)));
     }
     config.special_tokens.emplace_back("additional_special_tokens",
                                        jinja::Value::List(std::move(list)));
@@ -92,6 +106,13 @@ StatusOr<std::unique_ptr<ChatTemplate>> ChatTemplate::Create(const std::string& 
 
 StatusOr<jinja::TaggedString> ChatTemplate::Render(const Json& messages,
                                                    const jinja::RenderOptions& options) const {
+  if (!messages.is_array()) {
+    return InvalidArgumentError(origin_ + ": chat template: messages must be a list");
+  }
+  if (jinja::JsonDepthExceeds(messages, jinja::kMaxValueDepth)) {
+    return InvalidArgumentError(origin_ + ": chat template: messages nest deeper than " +
+                                std::to_string(jinja::kMaxValueDepth) + " levels");
+  }
   jinja::ValueList list;
   for (size_t i = 0; i < messages.size(); ++i) {
     jinja::Value m = jinja::Value::FromJson(messages[i]);

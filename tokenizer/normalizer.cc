@@ -5,15 +5,22 @@
 
 #include <utf8proc.h>
 
+#include "common/json_fields.h"
+#include "tokenizer/tokenizer_internal.h"
+
 namespace skrull::tokenizer {
 namespace {
 
-Status AddForms(const nlohmann::json& spec, std::vector<Normalizer::Form>* forms) {
+Status AddForms(const nlohmann::json& spec, const std::string& path, int depth,
+                std::vector<Normalizer::Form>* forms) {
   if (spec.is_null()) return OkStatus();
-  if (!spec.is_object() || !spec.contains("type") || !spec["type"].is_string()) {
-    return InvalidArgumentError("normalizer: expected an object with a \"type\"");
+  const JsonFields f(spec, "", path);
+  if (!spec.is_object()) return f.Error("", "must be an object with a \"type\"", &spec);
+  if (depth > kMaxComponentDepth) {
+    return f.Error(
+        "", "Sequences nested deeper than " + std::to_string(kMaxComponentDepth) + " levels");
   }
-  const std::string type = spec["type"].get<std::string>();
+  SKRULL_ASSIGN_OR_RETURN(const std::string type, f.RequiredString("type"));
   if (type == "NFC") {
     forms->push_back(Normalizer::Form::kNfc);
   } else if (type == "NFD") {
@@ -23,14 +30,15 @@ Status AddForms(const nlohmann::json& spec, std::vector<Normalizer::Form>* forms
   } else if (type == "NFKD") {
     forms->push_back(Normalizer::Form::kNfkd);
   } else if (type == "Sequence") {
-    if (!spec.contains("normalizers") || !spec["normalizers"].is_array()) {
-      return InvalidArgumentError("normalizer: Sequence without a \"normalizers\" list");
+    SKRULL_ASSIGN_OR_RETURN(const nlohmann::json* list, f.RequiredArray("normalizers"));
+    for (size_t i = 0; i < list->size(); ++i) {
+      SKRULL_RETURN_IF_ERROR(
+          AddForms((*list)[i], f.Path("normalizers[" + std::to_string(i) + "]"), depth + 1, forms));
     }
-    for (const auto& child : spec["normalizers"]) SKRULL_RETURN_IF_ERROR(AddForms(child, forms));
   } else {
-    return InvalidArgumentError("normalizer type \"" + type +
-                                "\" is not supported (supported: NFC, NFD, NFKC, NFKD, Sequence "
-                                "of them, or null)");
+    return f.Error("type", "\"" + type +
+                               "\" is not supported (supported: NFC, NFD, NFKC, NFKD, Sequence "
+                               "of them, or null)");
   }
   return OkStatus();
 }
@@ -60,7 +68,7 @@ bool IsAscii(std::string_view text) {
 
 StatusOr<Normalizer> Normalizer::FromJson(const nlohmann::json& spec) {
   Normalizer n;
-  SKRULL_RETURN_IF_ERROR(AddForms(spec, &n.forms_));
+  SKRULL_RETURN_IF_ERROR(AddForms(spec, "normalizer", 1, &n.forms_));
   return n;
 }
 

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/json_fields.h"
+#include "tokenizer/tokenizer_internal.h"
 
 namespace skrull::tokenizer {
 
@@ -135,17 +136,22 @@ struct PreTokenizer::Step {
 
 namespace {
 
-StatusOr<Behavior> ParseBehavior(const nlohmann::json& spec) {
-  SKRULL_ASSIGN_OR_RETURN(
-      const std::string name,
-      JsonFields(spec, "", "pre_tokenizer").OptionalString("behavior", "Isolated"));
+StatusOr<Behavior> ParseBehavior(const JsonFields& f) {
+  SKRULL_ASSIGN_OR_RETURN(const std::string name, f.OptionalString("behavior", "Isolated"));
   if (name == "Removed") return Behavior::kRemoved;
   if (name == "Isolated") return Behavior::kIsolated;
   if (name == "MergedWithPrevious") return Behavior::kMergedWithPrevious;
   if (name == "MergedWithNext") return Behavior::kMergedWithNext;
   if (name == "Contiguous") return Behavior::kContiguous;
-  return InvalidArgumentError("pre_tokenizer Split: unknown behavior \"" + name + "\"");
+  return f.Error("behavior", "unknown behavior \"" + name + "\"");
 }
+
+// A pre-tokenizer object of tokenizer.json and where it is.
+struct Located {
+  const nlohmann::json* spec;
+  std::string path;
+  int depth;
+};
 
 }  // namespace
 
@@ -153,54 +159,60 @@ PreTokenizer::~PreTokenizer() = default;
 
 StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizer::FromJson(const nlohmann::json& spec) {
   std::unique_ptr<PreTokenizer> result(new PreTokenizer());
-  std::vector<const nlohmann::json*> todo;
   if (spec.is_null()) return result;
   // Flatten nested Sequences in order.
-  std::vector<const nlohmann::json*> stack = {&spec};
+  std::vector<Located> todo;
+  std::vector<Located> stack = {{&spec, "pre_tokenizer", 1}};
   while (!stack.empty()) {
-    const nlohmann::json* s = stack.back();
+    Located s = std::move(stack.back());
     stack.pop_back();
-    if (!s->is_object() || !s->contains("type") || !(*s)["type"].is_string()) {
-      return InvalidArgumentError("pre_tokenizer: expected an object with a \"type\"");
+    const JsonFields f(*s.spec, "", s.path);
+    if (!s.spec->is_object()) return f.Error("", "must be an object with a \"type\"", s.spec);
+    if (s.depth > kMaxComponentDepth) {
+      return f.Error(
+          "", "Sequences nested deeper than " + std::to_string(kMaxComponentDepth) + " levels");
     }
-    if ((*s)["type"] == "Sequence") {
-      if (!s->contains("pretokenizers") || !(*s)["pretokenizers"].is_array()) {
-        return InvalidArgumentError("pre_tokenizer: Sequence without a \"pretokenizers\" list");
+    SKRULL_ASSIGN_OR_RETURN(const std::string type, f.RequiredString("type"));
+    if (type == "Sequence") {
+      SKRULL_ASSIGN_OR_RETURN(const nlohmann::json* list, f.RequiredArray("pretokenizers"));
+      for (size_t i = list->size(); i-- > 0;) {
+        stack.push_back(
+            {&(*list)[i], f.Path("pretokenizers[" + std::to_string(i) + "]"), s.depth + 1});
       }
-      const nlohmann::json& list = (*s)["pretokenizers"];
-      for (auto it = list.rbegin(); it != list.rend(); ++it) stack.push_back(&*it);
       continue;
     }
-    todo.push_back(s);
+    todo.push_back(std::move(s));
   }
-  for (const nlohmann::json* s : todo) {
-    const std::string type = (*s)["type"].get<std::string>();
+  for (const Located& s : todo) {
+    const JsonFields f(*s.spec, "", s.path);
+    SKRULL_ASSIGN_OR_RETURN(const std::string type, f.RequiredString("type"));
     auto step = std::make_unique<Step>();
     if (type == "Split") {
       step->kind = Step::Kind::kSplit;
-      SKRULL_ASSIGN_OR_RETURN(step->behavior, ParseBehavior(*s));
-      step->invert = s->value("invert", false);
-      const nlohmann::json& pattern = s->contains("pattern") ? (*s)["pattern"] : nlohmann::json();
-      if (pattern.contains("Regex") && pattern["Regex"].is_string()) {
-        auto re = Regex::Compile(pattern["Regex"].get<std::string>());
-        if (!re.ok()) return re.status().WithContext("pre_tokenizer Split");
+      SKRULL_ASSIGN_OR_RETURN(step->behavior, ParseBehavior(f));
+      SKRULL_ASSIGN_OR_RETURN(step->invert, f.OptionalBool("invert", false));
+      SKRULL_ASSIGN_OR_RETURN(const nlohmann::json* pattern, f.RequiredObject("pattern"));
+      const JsonFields p = f.Nested("pattern", *pattern);
+      SKRULL_ASSIGN_OR_RETURN(const std::string regex, p.OptionalString("Regex"));
+      SKRULL_ASSIGN_OR_RETURN(step->literal, p.OptionalString("String"));
+      if (!regex.empty()) {
+        auto re = Regex::Compile(regex);
+        if (!re.ok()) return re.status().WithContext(p.Path("Regex"));
         step->regex = std::move(*re);
-      } else if (pattern.contains("String") && pattern["String"].is_string()) {
-        step->literal = pattern["String"].get<std::string>();
-      } else {
-        return InvalidArgumentError(
-            "pre_tokenizer Split: \"pattern\" must be {\"Regex\": ...} or {\"String\": ...}");
+      } else if (step->literal.empty()) {
+        return p.Error("", "must be {\"Regex\": \"...\"} or {\"String\": \"...\"}", pattern);
       }
     } else if (type == "ByteLevel") {
       step->kind = Step::Kind::kByteLevel;
-      step->add_prefix_space = s->value("add_prefix_space", true);
-      if (s->value("use_regex", true)) {
+      SKRULL_ASSIGN_OR_RETURN(step->add_prefix_space, f.OptionalBool("add_prefix_space", true));
+      SKRULL_ASSIGN_OR_RETURN(const bool use_regex, f.OptionalBool("use_regex", true));
+      if (use_regex) {
         SKRULL_ASSIGN_OR_RETURN(step->regex, Regex::Compile(kGpt2Pattern));
       }
       result->has_byte_level_ = true;
     } else {
-      return InvalidArgumentError("pre_tokenizer type \"" + type +
-                                  "\" is not supported (supported: Split, ByteLevel, Sequence)");
+      return f.Error("type",
+                     "\"" + type + "\" is not supported (supported: Split, ByteLevel, Sequence)");
     }
     result->steps_.push_back(std::move(step));
   }

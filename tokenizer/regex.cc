@@ -3,6 +3,9 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace skrull::tokenizer {
 namespace {
 
@@ -102,10 +105,33 @@ Status Regex::FindAll(std::string_view subject,
   }
   const auto* s = reinterpret_cast<PCRE2_SPTR>(subject.data());
   const size_t n = subject.size();
+  // The subject's match budget (module comment): each call starts with a
+  // small PCRE2 match limit, doubled on a retry, and is charged the limit it
+  // ran under; the calls together may not exceed the budget.
+  const uint64_t budget = MatchBudget(n);
+  uint64_t spent = 0;
   size_t start = 0;
+  uint64_t limit = kFirstMatchLimit;
   while (start <= n) {
+    limit = std::min({limit, budget - spent, uint64_t{UINT32_MAX}});
+    pcre2_set_match_limit(context.get(), static_cast<uint32_t>(limit));
+    pcre2_set_depth_limit(context.get(), static_cast<uint32_t>(limit));
     int rc = pcre2_match(code, s, n, start, PCRE2_NO_UTF_CHECK, data.get(), context.get());
+    spent += limit;
+    if ((rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT) && spent < budget) {
+      limit *= 2;  // retry this match with more room
+      continue;
+    }
+    limit = kFirstMatchLimit;
     if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT) {
+      return InvalidArgumentError("regex " + pattern_ + ": over its match budget at byte " +
+                                  std::to_string(start) + " of a " + std::to_string(n) +
+                                  "-byte piece (" + std::to_string(budget) +
+                                  " PCRE2 match steps: " + std::to_string(kMatchStepsPerByte) +
+                                  " per byte + " + std::to_string(kMatchStepsBase) +
+                                  "); the pattern backtracks too much to tokenize in linear time");
+    }
     if (rc < 0) {
       return InternalError("regex " + pattern_ + ": matching failed at byte " +
                            std::to_string(start) + " (PCRE2: " + Pcre2Message(rc) + ")");
@@ -120,6 +146,10 @@ Status Regex::FindAll(std::string_view subject,
     }
   }
   return OkStatus();
+}
+
+uint64_t MatchBudget(size_t subject_bytes) {
+  return kMatchStepsBase + kMatchStepsPerByte * static_cast<uint64_t>(subject_bytes);
 }
 
 }  // namespace skrull::tokenizer

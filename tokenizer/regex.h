@@ -8,11 +8,20 @@
 // library). Unicode tables: PCRE2 10.42 has Unicode 14, Oniguruma 6.9.8 has
 // 15.0 (docs/tokenizer.md lists what that changes).
 //
+// Matching is bounded by the subject's length, whatever the pattern (a
+// tokenizer.json may hold one that backtracks exponentially): a subject of n
+// bytes gets a budget of MatchBudget(n) PCRE2 match steps (its match and
+// depth limits), spent across the successive matches of FindAll; each match
+// starts with a limit of kFirstMatchLimit and doubles it on a retry, and is
+// charged the limit it ran under. Real patterns need far less than a step per
+// byte; a pattern that needs more than the budget is an error naming it.
+//
 // Private to tokenizer/. Thread safety: FindAll is safe to call concurrently on
 // one Regex (match data and JIT stack are per call / per thread).
 #ifndef SKRULL_TOKENIZER_REGEX_H_
 #define SKRULL_TOKENIZER_REGEX_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +31,12 @@
 #include "common/status.h"
 
 namespace skrull::tokenizer {
+
+inline constexpr uint64_t kFirstMatchLimit = 256;
+inline constexpr uint64_t kMatchStepsPerByte = 1024;
+inline constexpr uint64_t kMatchStepsBase = uint64_t{1} << 20;
+// The PCRE2 match steps FindAll may spend on a subject of `subject_bytes`.
+uint64_t MatchBudget(size_t subject_bytes);
 
 class Regex {
  public:
@@ -35,6 +50,8 @@ class Regex {
   // Appends the [begin, end) byte ranges of the successive non-overlapping
   // matches in `subject`, leftmost first (after an empty match the search
   // resumes one code point later, as Oniguruma's find_iter does).
+  // InvalidArgument naming the pattern and the budget when matching needs
+  // more than MatchBudget(subject.size()) steps.
   // REQUIRES: subject is valid UTF-8 (not re-checked).
   Status FindAll(std::string_view subject, std::vector<std::pair<size_t, size_t>>* matches) const;
 

@@ -57,6 +57,7 @@ StatusOr<std::unique_ptr<TextEncoder>> TextEncoder::Load(const TextEncoderOption
   SKRULL_ASSIGN_OR_RETURN(std::string json_text, ReadFileToString(json_path));
   std::unique_ptr<TextEncoder> e(new TextEncoder());
   e->path_ = json_path;
+  e->render_options_.limits = options.template_limits;
   SKRULL_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromJson(json_text, json_path));
 
   std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(XXH3_createState(),
@@ -111,7 +112,7 @@ StatusOr<EncodedRecord> TextEncoder::EncodeChat(const nlohmann::ordered_json& me
         " has no chat template (no chat_template in tokenizer_config.json, no "
         "chat_template.jinja); set spec.data.chatTemplate to the model's template");
   }
-  SKRULL_ASSIGN_OR_RETURN(jinja::TaggedString rendered, chat_->Render(messages));
+  SKRULL_ASSIGN_OR_RETURN(jinja::TaggedString rendered, chat_->Render(messages, render_options_));
   EncodedRecord r;
   std::vector<TokenOffsets> offsets;
   SKRULL_RETURN_IF_ERROR(

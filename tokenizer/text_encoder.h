@@ -30,6 +30,8 @@ struct TextEncoderOptions {
   std::string path;
   // A chat template that replaces the model's (spec.data.chatTemplate).
   std::string chat_template;
+  // The work budget of rendering one chat (spec.data.templateMax*).
+  jinja::RenderLimits template_limits;
 };
 
 struct EncodedRecord {
@@ -60,6 +62,7 @@ class TextEncoder {
   TextEncoder() = default;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_;
+  jinja::RenderOptions render_options_;
   std::string fingerprint_;
   std::string template_origin_;
   std::string path_;

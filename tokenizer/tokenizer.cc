@@ -74,7 +74,9 @@ Status Tokenizer::EncodePlain(std::string_view segment, std::vector<int32_t>* id
                               std::vector<TokenOffsets>* offsets) const {
   thread_local std::vector<Piece> pieces;
   thread_local std::string scratch;
-  SKRULL_RETURN_IF_ERROR(pre_tokenizer_->PreTokenize(segment, &pieces));
+  if (Status s = pre_tokenizer_->PreTokenize(segment, &pieces); !s.ok()) {
+    return s.WithContext(origin_ + ": pre_tokenizer");
+  }
   for (const Piece& p : pieces) {
     std::string_view bytes = segment.substr(p.begin, p.end - p.begin);
     if (p.space_prefix) {
@@ -106,7 +108,9 @@ Status Tokenizer::EncodeSegment(std::string_view text, size_t base, std::vector<
   const bool changed = normalizer_->Normalize(text, &normalized);
   std::string_view norm = changed ? std::string_view(normalized) : text;
   std::vector<TextSplit> splits;
-  SKRULL_RETURN_IF_ERROR(added_->Split(norm, /*normalized=*/true, &splits));
+  if (Status s = added_->Split(norm, /*normalized=*/true, &splits); !s.ok()) {
+    return s.WithContext(origin_ + ": added_tokens");
+  }
   const size_t first = offsets ? offsets->size() : 0;
   for (const TextSplit& s : splits) {
     if (s.id >= 0) {
@@ -150,7 +154,9 @@ Status Tokenizer::Encode(std::string_view text, bool add_special_tokens, std::ve
     if (offsets) offsets->resize(offsets->size() + post_->prefix.size(), TokenOffsets{});
   }
   std::vector<TextSplit> splits;
-  SKRULL_RETURN_IF_ERROR(added_->Split(text, /*normalized=*/false, &splits));
+  if (Status s = added_->Split(text, /*normalized=*/false, &splits); !s.ok()) {
+    return s.WithContext(origin_ + ": added_tokens");
+  }
   for (const TextSplit& s : splits) {
     if (s.id >= 0) {
       PushAddedToken(s, ids, offsets);

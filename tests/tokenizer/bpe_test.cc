@@ -84,8 +84,8 @@ TEST(Bpe, RefusesDropoutAndByteFallback) {
   auto t = Tokenizer::FromJson(b.Json(), "t.json");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().message(),
-            "t.json: model.dropout = 0.1 is not supported by this byte-level BPE (it must be "
-            "null, false or empty)");
+            "t.json: model.dropout: is not supported by this byte-level BPE (it must be null, "
+            "false or empty) (got 0.1)");
 }
 
 // Fields of the wrong JSON type used to throw nlohmann::type_error out of

@@ -89,10 +89,12 @@ TEST(Jinja, LimitsStopRunawayTemplates) {
       "{% endfor %}");
   ASSERT_TRUE(t.ok());
   RenderOptions options;
-  options.max_iterations = 10000;
+  options.limits.max_steps = 10000;
   auto out = (*t)->Render({}, options);
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().message(), "line 1: over 10000 loop iterations");
+  EXPECT_EQ(out.status().message(),
+            "line 1: the rendering took over 10000 steps (spec.data.templateMaxSteps; a step is "
+            "one expression, one item or 16 bytes of work)");
 }
 
 TEST(Jinja, ProvenanceFollowsSubstrings) {

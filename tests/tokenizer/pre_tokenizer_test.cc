@@ -65,7 +65,7 @@ TEST(PreTokenizer, ByteLevelPrefixSpaceAndGpt2Pattern) {
 TEST(PreTokenizer, RefusesUnknownBehaviour) {
   auto pre = PreTokenizer::FromJson(Split("x", "Sideways"));
   ASSERT_FALSE(pre.ok());
-  EXPECT_EQ(pre.status().message(), "pre_tokenizer Split: unknown behavior \"Sideways\"");
+  EXPECT_EQ(pre.status().message(), "pre_tokenizer.behavior: unknown behavior \"Sideways\"");
 }
 
 }  // namespace

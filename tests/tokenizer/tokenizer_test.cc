@@ -116,19 +116,19 @@ TEST(Tokenizer, RefusesUnsupportedTypesNamingThem) {
   const std::vector<Case> cases = {
       {"normalizer",
        {{"type", "Lowercase"}},
-       "t.json: normalizer type \"Lowercase\" is not supported (supported: NFC, NFD, NFKC, NFKD, "
+       "t.json: normalizer.type: \"Lowercase\" is not supported (supported: NFC, NFD, NFKC, NFKD, "
        "Sequence of them, or null)"},
       {"pre_tokenizer",
        {{"type", "Metaspace"}},
-       "t.json: pre_tokenizer type \"Metaspace\" is not supported (supported: Split, ByteLevel, "
+       "t.json: pre_tokenizer.type: \"Metaspace\" is not supported (supported: Split, ByteLevel, "
        "Sequence)"},
       {"post_processor",
        {{"type", "RobertaProcessing"}},
-       "t.json: post_processor type \"RobertaProcessing\" is not supported (supported: "
+       "t.json: post_processor.type: \"RobertaProcessing\" is not supported (supported: "
        "ByteLevel, TemplateProcessing, Sequence of them, or null)"},
       {"truncation",
        {{"max_length", 512}},
-       "t.json: truncation is set; set it to null (spec.data.maxLength and the scheduler decide "
+       "t.json: truncation: is set; set it to null (spec.data.maxLength and the scheduler decide "
        "lengths)"},
   };
   for (const Case& c : cases) {
@@ -142,7 +142,7 @@ TEST(Tokenizer, RefusesUnsupportedTypesNamingThem) {
   unigram.SetModel("type", "Unigram");
   auto t = Tokenizer::FromJson(unigram.Json(), "t.json");
   EXPECT_EQ(t.status().message(),
-            "t.json: model type \"Unigram\" is not supported (supported: byte-level BPE, as Qwen2 "
+            "t.json: model.type: \"Unigram\" is not supported (supported: byte-level BPE, as Qwen2 "
             "and Llama-3 use)");
   TokenizerJsonBuilder no_bytes;
   no_bytes.Set("pre_tokenizer",

@@ -34,6 +34,7 @@ struct Expr {
   };
   Kind kind;
   int line = 0;
+  int depth = 1;  // levels of this tree (parser.cc bounds it)
   Value value;
   std::string name;
   bool negated = false;

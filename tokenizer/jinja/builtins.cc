@@ -1,12 +1,15 @@
 #include "tokenizer/jinja/builtins.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include <utf8proc.h>
 
+#include "tokenizer/jinja/budget.h"
 #include "tokenizer/utf8.h"
 
 namespace skrull::jinja {
@@ -16,6 +19,10 @@ using tokenizer::AppendUtf8;
 using tokenizer::NextCodePoint;
 
 Status TypeError(const std::string& what) { return InvalidArgumentError(what); }
+
+// The budget of the rendering that calls the builtin (budget.h).
+Budget& B() { return Budget::ForWalk(); }
+Status Spent() { return B().status(); }
 
 // Argument `index` (positional) or `name` (keyword), else `fallback`.
 Value Arg(const CallArgs& args, size_t index, const char* name, Value fallback = Value()) {
@@ -146,8 +153,28 @@ TaggedString MapCase(const TaggedString& s, int mode /*0 lower, 1 upper, 2 title
   return t;
 }
 
-TaggedString Replace(const TaggedString& s, const std::string& old, const std::string& with,
-                     int64_t count) {
+StatusOr<TaggedString> Replace(const TaggedString& s, const std::string& old,
+                               const std::string& with, int64_t count) {
+  // The result's size first: a replacement may grow the string a lot.
+  if (!B().Scan(s.text.size())) return Spent();
+  uint64_t matches = 0;
+  if (old.empty()) {
+    matches = tokenizer::CodePointCount(s.text) + 1;
+  } else {
+    for (size_t at = s.text.find(old); at != std::string::npos;
+         at = s.text.find(old, at + old.size()))
+      ++matches;
+  }
+  if (count >= 0) matches = std::min<uint64_t>(matches, static_cast<uint64_t>(count));
+  uint64_t added = 0, size = 0;
+  if (__builtin_mul_overflow(matches, with.size(), &added) ||
+      __builtin_add_overflow(s.text.size(), added, &size)) {
+    size = std::numeric_limits<uint64_t>::max();
+  }
+  if (!B().FitsString(size - std::min<uint64_t>(size, matches * old.size()),
+                      "replace()'s result")) {
+    return Spent();
+  }
   TaggedString out;
   size_t pos = 0;
   int64_t done = 0;
@@ -194,30 +221,29 @@ StatusOr<Value> StartsEnds(const TaggedString& s, const Value& arg, bool starts)
                    " first arg must be str or a tuple of str, not " + arg.TypeName());
 }
 
+// A filter's argument as a list of items (list items, dict keys, the
+// characters of a string); Undefined is empty.
+StatusOr<ValueList> Iterate(const Value& v, const char* filter);
+
 StatusOr<Value> Join(const Value& sep, const Value& iterable, const Value& attribute) {
-  ValueList items;
-  if (iterable.IsList()) {
-    items = iterable.Items();
-  } else if (iterable.IsDict()) {
-    for (const auto& [k, v] : iterable.Entries()) items.push_back(Value::String(k));
-  } else if (iterable.IsString()) {
-    const std::vector<size_t> starts = CodePointStarts(iterable.Text());
-    for (size_t i = 0; i + 1 < starts.size(); ++i) {
-      items.push_back(Value::String(iterable.Str().Sub(starts[i], starts[i + 1])));
-    }
-  } else if (!iterable.IsUndefined()) {
-    return TypeError("join: '" + iterable.TypeName() + "' object is not iterable");
-  }
+  SKRULL_ASSIGN_OR_RETURN(const ValueList items, Iterate(iterable, "join"));
   TaggedString out;
   const TaggedString separator = sep.ToStr();
   for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out.Append(separator);
     Value item = items[i];
     if (attribute.IsString()) {
       const Value* f = item.Find(attribute.Text());
       item = f ? *f : Value();
     }
-    out.Append(item.ToStr());
+    const TaggedString text = item.ToStr();
+    const size_t sep_bytes = i > 0 ? separator.text.size() : 0;
+    if (!B().Step() ||
+        !B().FitsString(out.text.size() + sep_bytes + text.text.size(), "join()'s result") ||
+        !B().Scan(sep_bytes + text.text.size())) {
+      return Spent();
+    }
+    if (i > 0) out.Append(separator);
+    out.Append(text);
   }
   return Value::String(std::move(out));
 }
@@ -261,13 +287,16 @@ StatusOr<Value> StringMethod(const Value& self, const std::string& name, CallArg
   if (name == "replace") {
     Value old = Arg(args, 0, "old"), with = Arg(args, 1, "new");
     if (!old.IsString() || !with.IsString()) return TypeError("replace() arguments must be str");
-    return Value::String(
+    SKRULL_ASSIGN_OR_RETURN(
+        TaggedString out,
         Replace(s, old.Text(), with.Text(), Arg(args, 2, "count", Value::Int(-1)).AsInt()));
+    return Value::String(std::move(out));
   }
   if (name == "find" || name == "rfind" || name == "count") {
     Value sub = Arg(args, 0, "sub");
     if (!sub.IsString()) return TypeError(name + "() argument must be str");
     const std::string& t = sub.Text();
+    if (!B().Scan(s.text.size())) return Spent();
     if (name == "count") {
       int64_t n = 0;
       if (t.empty()) return Value::Int(static_cast<int64_t>(tokenizer::CodePointCount(s.text)) + 1);
@@ -298,7 +327,12 @@ StatusOr<Value> StringMethod(const Value& self, const std::string& name, CallArg
         size_t index = field.empty() ? next++ : std::strtoul(field.c_str(), nullptr, 10);
         Value v = Arg(args, index, field.c_str());
         if (v.IsUndefined()) return TypeError("format: no argument for {" + field + "}");
-        out += v.ToStr().text;
+        const std::string text = v.ToStr().text;
+        if (!B().Step() || !B().FitsString(out.size() + text.size(), "format()'s result") ||
+            !B().Scan(text.size())) {
+          return Spent();
+        }
+        out += text;
         i = close;
       } else {
         out += s.text[i];
@@ -308,6 +342,7 @@ StatusOr<Value> StringMethod(const Value& self, const std::string& name, CallArg
   }
   if (name == "isdigit" || name == "isalpha" || name == "isalnum" || name == "isspace" ||
       name == "islower" || name == "isupper") {
+    if (!B().Scan(s.text.size() * 4)) return Spent();
     std::vector<char32_t> cps = Decode(s.text);
     if (cps.empty()) return Value::Bool(false);
     bool all = true, cased = false;
@@ -389,23 +424,43 @@ Value BoundMethod(const Value& object, const std::string& name) {
   return Value::Undefined();
 }
 
-StatusOr<bool> LessThan(const Value& a, const Value& b) {
+namespace {
+
+StatusOr<bool> LessThanIn(const Value& a, const Value& b, Budget& budget) {
+  if (!budget.Step()) return budget.status();
   if (a.IsNumber() && b.IsNumber()) {
     if (a.type() == Value::Type::kInt && b.type() == Value::Type::kInt)
       return a.AsInt() < b.AsInt();
     return a.AsNumber() < b.AsNumber();
   }
-  if (a.IsString() && b.IsString()) return a.Text() < b.Text();  // UTF-8 order = code point order
+  if (a.IsString() && b.IsString()) {  // UTF-8 order = code point order
+    if (!budget.Scan(std::min(a.Text().size(), b.Text().size()))) return budget.status();
+    return a.Text() < b.Text();
+  }
   if (a.IsList() && b.IsList()) {
+    if (!budget.EnterValue()) {
+      budget.LeaveValue();
+      return budget.status();
+    }
     const ValueList &x = a.Items(), &y = b.Items();
+    StatusOr<bool> less = x.size() < y.size();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (x[i].Equals(y[i])) continue;
-      return LessThan(x[i], y[i]);
+      less = budget.ok() ? LessThanIn(x[i], y[i], budget) : StatusOr<bool>(budget.status());
+      break;
     }
-    return x.size() < y.size();
+    budget.LeaveValue();
+    if (!budget.ok()) return budget.status();
+    return less;
   }
   return TypeError("'<' not supported between instances of '" + a.TypeName() + "' and '" +
                    b.TypeName() + "'");
+}
+
+}  // namespace
+
+StatusOr<bool> LessThan(const Value& a, const Value& b) {
+  return LessThanIn(a, b, Budget::ForWalk());
 }
 
 StatusOr<bool> ApplyTest(const std::string& name, CallArgs& args) {
@@ -444,7 +499,10 @@ StatusOr<bool> ApplyTest(const std::string& name, CallArgs& args) {
     return !lt;
   }
   if (name == "in") {
-    if (other.IsString() && v.IsString()) return other.Text().find(v.Text()) != std::string::npos;
+    if (other.IsString() && v.IsString()) {
+      if (!B().Scan(other.Text().size())) return Spent();
+      return other.Text().find(v.Text()) != std::string::npos;
+    }
     if (other.IsList()) {
       for (const Value& x : other.Items()) {
         if (x.Equals(v)) return true;
@@ -458,7 +516,7 @@ StatusOr<bool> ApplyTest(const std::string& name, CallArgs& args) {
     if (type != Value::Type::kInt) return TypeError("test '" + name + "' needs an integer");
     int64_t d = name == "divisibleby" ? Arg(args, 1, "num").AsInt() : 2;
     if (d == 0) return TypeError("divisibleby: division by zero");
-    const bool divisible = v.AsInt() % d == 0;
+    const bool divisible = d == -1 || v.AsInt() % d == 0;  // INT64_MIN % -1 traps
     return name == "odd" ? !divisible : divisible;
   }
   if (name == "lower" || name == "upper") {
@@ -475,14 +533,21 @@ StatusOr<bool> ApplyTest(const std::string& name, CallArgs& args) {
 namespace {
 
 StatusOr<ValueList> Iterate(const Value& v, const char* filter) {
-  if (v.IsList()) return v.Items();
+  if (v.IsList()) {
+    if (!B().Step(static_cast<int64_t>(v.Items().size()))) return Spent();
+    return v.Items();
+  }
   ValueList out;
   if (v.IsUndefined()) return out;
   if (v.IsDict()) {
+    if (!B().FitsList(v.Entries().size(), filter)) return Spent();
     for (const auto& [k, x] : v.Entries()) out.push_back(Value::String(k));
     return out;
   }
   if (v.IsString()) {
+    if (!B().Scan(v.Text().size()) || !B().FitsList(tokenizer::CodePointCount(v.Text()), filter)) {
+      return Spent();
+    }
     const std::vector<size_t> starts = CodePointStarts(v.Text());
     for (size_t i = 0; i + 1 < starts.size(); ++i) {
       out.push_back(Value::String(v.Str().Sub(starts[i], starts[i + 1])));
@@ -513,14 +578,20 @@ StatusOr<Value> SortFilter(CallArgs& args) {
   const bool reverse = Arg(args, 1, "reverse", Value::Bool(false)).Truthy();
   const bool case_sensitive = Arg(args, 2, "case_sensitive", Value::Bool(false)).Truthy();
   const Value attribute = Arg(args, 3, "attribute");
-  Status error = OkStatus();
-  auto key = [&](const Value& v) {
+  // Each item's key once, then the order of the keys.
+  std::vector<Value> keys;
+  keys.reserve(items.size());
+  for (const Value& v : items) {
     Value k = Attribute(v, attribute);
-    if (!case_sensitive && k.IsString()) return Value::String(MapCase(k.Str(), 0));
-    return k;
-  };
-  std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
-    auto lt = reverse ? LessThan(key(b), key(a)) : LessThan(key(a), key(b));
+    if (!case_sensitive && k.IsString()) k = Value::String(MapCase(k.Str(), 0));
+    keys.push_back(std::move(k));
+  }
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  Status error = OkStatus();
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (!error.ok()) return false;
+    auto lt = reverse ? LessThan(keys[b], keys[a]) : LessThan(keys[a], keys[b]);
     if (!lt.ok()) {
       error = lt.status();
       return false;
@@ -528,7 +599,10 @@ StatusOr<Value> SortFilter(CallArgs& args) {
     return *lt;
   });
   SKRULL_RETURN_IF_ERROR(error);
-  return Value::List(std::move(items));
+  ValueList sorted;
+  sorted.reserve(items.size());
+  for (size_t i : order) sorted.push_back(std::move(items[i]));
+  return Value::List(std::move(sorted));
 }
 
 StatusOr<Value> Indent(CallArgs& args) {
@@ -536,9 +610,19 @@ StatusOr<Value> Indent(CallArgs& args) {
   Value width = Arg(args, 1, "width", Value::Int(4));
   const bool first = Arg(args, 2, "first", Value::Bool(false)).Truthy();
   const bool blank = Arg(args, 3, "blank", Value::Bool(false)).Truthy();
-  const std::string pad =
-      width.IsString() ? width.Text()
-                       : std::string(static_cast<size_t>(std::max<int64_t>(0, width.AsInt())), ' ');
+  const uint64_t pad_bytes = width.IsString()
+                                 ? width.Text().size()
+                                 : static_cast<uint64_t>(std::max<int64_t>(0, width.AsInt()));
+  // Every line may get the pad: the result's size before it is built.
+  if (!B().Scan(s.text.size())) return Spent();
+  const uint64_t lines = static_cast<uint64_t>(std::count(s.text.begin(), s.text.end(), '\n')) + 1;
+  uint64_t size = 0;
+  if (__builtin_mul_overflow(lines, pad_bytes, &size) ||
+      __builtin_add_overflow(size, s.text.size(), &size)) {
+    size = std::numeric_limits<uint64_t>::max();
+  }
+  if (!B().FitsString(size, "indent()'s result")) return Spent();
+  const std::string pad = width.IsString() ? width.Text() : std::string(pad_bytes, ' ');
   TaggedString out;
   size_t pos = 0;
   bool is_first = true;
@@ -562,10 +646,18 @@ StatusOr<Value> ToJsonFilter(CallArgs& args) {
   const Value indent = Arg(args, 1, "indent", Value::None());
   const Value separators = Arg(args, 2, "separators", Value::None());
   const bool sort_keys = Arg(args, 3, "sort_keys", Value::Bool(false)).Truthy();
-  const int ind = indent.IsNone() ? -1 : static_cast<int>(indent.AsInt());
+  // json.dumps: a negative indent is 0 (newlines only); the output's budget
+  // bounds a large one.
+  const int ind = indent.IsNone() ? -1
+                  : indent.type() == Value::Type::kInt
+                      ? static_cast<int>(std::clamp<int64_t>(indent.AsInt(), 0, 1 << 30))
+                      : 0;
   std::string item_sep = ind < 0 ? ", " : ",";
   std::string key_sep = ": ";
   if (separators.IsList() && separators.Items().size() == 2) {
+    if (!separators.Items()[0].IsString() || !separators.Items()[1].IsString()) {
+      return TypeError("tojson: separators must be two strings");
+    }
     item_sep = separators.Items()[0].Text();
     key_sep = separators.Items()[1].Text();
   }
@@ -591,6 +683,9 @@ StatusOr<Value> SelectFilter(const std::string& name, CallArgs& args, const Test
       for (size_t k = test_at + 1; k < args.positional.size(); ++k) {
         test_args.positional.push_back(args.positional[k]);
       }
+      if (!args.positional[test_at].IsString()) {
+        return TypeError(name + ": the test name must be a string");
+      }
       SKRULL_ASSIGN_OR_RETURN(pass, test(args.positional[test_at].Text(), test_args));
     }
     if (pass == keep) out.push_back(item);
@@ -606,7 +701,9 @@ StatusOr<Value> MapFilter(CallArgs& args, const FilterFn& filter) {
     for (const Value& item : items) out.push_back(Attribute(item, v));
     return Value::List(std::move(out));
   }
-  if (args.positional.size() < 2) return TypeError("map: give a filter name or attribute=");
+  if (args.positional.size() < 2 || !args.positional[1].IsString()) {
+    return TypeError("map: give a filter name or attribute=");
+  }
   for (const Value& item : items) {
     CallArgs filter_args;
     filter_args.positional.push_back(item);
@@ -655,6 +752,7 @@ StatusOr<Value> ApplyFilter(const std::string& name, CallArgs& args, const TestF
   }
   if (name == "reverse") {
     if (v.IsString()) {
+      if (!B().Scan(v.Text().size() * 4)) return Spent();
       std::vector<char32_t> cps = Decode(v.Text());
       std::string out;
       for (auto it = cps.rbegin(); it != cps.rend(); ++it) AppendUtf8(*it, &out);
@@ -680,16 +778,20 @@ StatusOr<Value> ApplyFilter(const std::string& name, CallArgs& args, const TestF
   }
   if (name == "replace") {
     Value old = Arg(args, 1, "old"), with = Arg(args, 2, "new");
-    return Value::String(Replace(v.ToStr(), old.ToStr().text, with.ToStr().text,
-                                 Arg(args, 3, "count", Value::Int(-1)).AsInt()));
+    SKRULL_ASSIGN_OR_RETURN(TaggedString out,
+                            Replace(v.ToStr(), old.ToStr().text, with.ToStr().text,
+                                    Arg(args, 3, "count", Value::Int(-1)).AsInt()));
+    return Value::String(std::move(out));
   }
   if (name == "sort") return SortFilter(args);
   if (name == "unique") {
     SKRULL_ASSIGN_OR_RETURN(ValueList items, Iterate(v, "unique"));
     ValueList out;
     for (const Value& x : items) {
+      if (!B().Step(static_cast<int64_t>(out.size()))) return Spent();
       bool seen = false;
-      for (const Value& y : out) seen = seen || y.Equals(x);
+      for (size_t k = 0; !seen && k < out.size(); ++k) seen = out[k].Equals(x);
+      if (!B().ok()) return Spent();
       if (!seen) out.push_back(x);
     }
     return Value::List(std::move(out));
@@ -697,12 +799,23 @@ StatusOr<Value> ApplyFilter(const std::string& name, CallArgs& args, const TestF
   if (name == "indent") return Indent(args);
   if (name == "int") {
     if (v.type() == Value::Type::kInt) return v;
-    if (v.type() == Value::Type::kFloat) return Value::Int(static_cast<int64_t>(v.AsNumber()));
+    if (v.type() == Value::Type::kFloat) {
+      // int(x) truncates; 2^63 and beyond (and inf, nan) do not fit in 64 bits.
+      const double x = v.AsNumber();
+      if (!(x > -9223372036854775808.0 - 1024 && x < 9223372036854775808.0)) {
+        return TypeError("int: " + FloatRepr(x) + " does not fit in a 64-bit integer");
+      }
+      return Value::Int(static_cast<int64_t>(x));
+    }
     if (v.type() == Value::Type::kBool) return Value::Int(v.AsBool() ? 1 : 0);
     if (v.IsString()) {
       char* end = nullptr;
+      errno = 0;
       long long x = std::strtoll(v.Text().c_str(), &end, 10);
-      if (end != v.Text().c_str() && *end == '\0') return Value::Int(x);
+      if (end != v.Text().c_str() && *end == '\0') {
+        if (errno == ERANGE) return TypeError("int: " + v.Text() + " does not fit in 64 bits");
+        return Value::Int(x);
+      }
     }
     return Arg(args, 1, "default", Value::Int(0));
   }
@@ -716,7 +829,13 @@ StatusOr<Value> ApplyFilter(const std::string& name, CallArgs& args, const TestF
     return Arg(args, 1, "default", Value::Float(0));
   }
   if (name == "abs") {
-    if (v.type() == Value::Type::kInt) return Value::Int(std::llabs(v.AsInt()));
+    if (v.type() == Value::Type::kInt) {
+      if (v.AsInt() == std::numeric_limits<int64_t>::min()) {
+        return TypeError("integer overflow: abs(" + std::to_string(v.AsInt()) +
+                         ") does not fit in 64 bits");
+      }
+      return Value::Int(std::llabs(v.AsInt()));
+    }
     if (v.IsNumber()) return Value::Float(std::fabs(v.AsNumber()));
     return TypeError("abs: bad operand type " + v.TypeName());
   }
@@ -735,7 +854,9 @@ StatusOr<Value> ApplyFilter(const std::string& name, CallArgs& args, const TestF
         if (!x.IsNumber()) return TypeError("sum: unsupported operand " + x.TypeName());
         is_float |= x.type() == Value::Type::kFloat;
         f += x.AsNumber();
-        if (x.type() == Value::Type::kInt) i += x.AsInt();
+        if (x.type() == Value::Type::kInt && __builtin_add_overflow(i, x.AsInt(), &i)) {
+          return TypeError("integer overflow in sum");
+        }
       }
       return is_float ? Value::Float(f) : Value::Int(i);
     }
@@ -760,8 +881,14 @@ StatusOr<Value> ApplyFilter(const std::string& name, CallArgs& args, const TestF
     return Value::Int(static_cast<int64_t>(words.Items().size()));
   }
   if (name == "e" || name == "escape") {
+    const std::string text = v.ToStr().text;
+    size_t size = text.size();
+    for (char c : text)
+      size += c == '&' || c == '<' || c == '>' ? 4 : c == '"' || c == '\'' ? 4 : 0;
+    if (!B().Scan(text.size()) || !B().FitsString(size, "escape()'s result")) return Spent();
     std::string out;
-    for (char c : v.ToStr().text) {
+    out.reserve(size);
+    for (char c : text) {
       switch (c) {
         case '&':
           out += "&amp;";

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <limits>
 #include <unordered_map>
 
 #include "tokenizer/jinja/ast.h"
@@ -23,6 +24,74 @@ namespace {
 
 enum class Flow { kNormal, kBreak, kContinue };
 
+// range() makes at most this many items.
+constexpr uint64_t kMaxRangeItems = 1'000'000;
+
+// How many of start, start + step, ... lie before `stop` (after it for a
+// negative step), without overflow. REQUIRES: step != 0.
+uint64_t SliceCount(int64_t start, int64_t stop, int64_t step) {
+  if (step > 0 ? start >= stop : start <= stop) return 0;
+  const uint64_t span = step > 0 ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
+                                 : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
+  const uint64_t stride =
+      step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+  return (span - 1) / stride + 1;
+}
+
+// Python's + - * // % ** (exponent >= 0) on ints: floor division and modulo
+// are defined for every pair but a zero divisor; a result outside 64 bits is
+// an error (Python's ints have no bound, ours do).
+StatusOr<int64_t> IntArithmetic(const std::string& op, int64_t x, int64_t y) {
+  int64_t r = 0;
+  auto overflow = [&]() -> Status {
+    return InvalidArgumentError("integer overflow: " + std::to_string(x) + " " + op + " " +
+                                std::to_string(y) + " does not fit in 64 bits");
+  };
+  if (op == "+") {
+    if (__builtin_add_overflow(x, y, &r)) return overflow();
+    return r;
+  }
+  if (op == "-") {
+    if (__builtin_sub_overflow(x, y, &r)) return overflow();
+    return r;
+  }
+  if (op == "*") {
+    if (__builtin_mul_overflow(x, y, &r)) return overflow();
+    return r;
+  }
+  if (op == "//" || op == "%") {
+    if (y == 0) return InvalidArgumentError("division by zero");
+    if (y == -1) {  // x / -1 traps for INT64_MIN
+      if (op == "%") return 0;
+      if (x == std::numeric_limits<int64_t>::min()) return overflow();
+      return -x;
+    }
+    int64_t q = x / y, m = x % y;
+    if (m != 0 && ((m < 0) != (y < 0))) {
+      --q;
+      m += y;
+    }
+    return op == "//" ? q : m;
+  }
+  if (op == "**") {  // by squaring: y can be 2^63 - 1
+    r = 1;
+    int64_t base = x;
+    for (uint64_t e = static_cast<uint64_t>(y); e != 0; e >>= 1) {
+      if ((e & 1) != 0 && __builtin_mul_overflow(r, base, &r)) return overflow();
+      if ((e >> 1) != 0 && __builtin_mul_overflow(base, base, &base)) return overflow();
+    }
+    return r;
+  }
+  return InvalidArgumentError("unsupported operand type(s) for " + op + ": 'int' and 'int'");
+}
+
+// Python's index into a sequence of `n`: i, or i + n when negative; -1 when
+// out of range.
+int64_t NormalizeIndex(int64_t i, int64_t n) {
+  if (i < 0) i = i < -n ? -1 : i + n;
+  return i < n ? i : -1;
+}
+
 std::string LocalStrftime(const std::string& format) {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -34,10 +103,18 @@ std::string LocalStrftime(const std::string& format) {
 
 class Interpreter {
  public:
-  Interpreter(const ValueDict& variables, const RenderOptions& options) : options_(options) {
+  Interpreter(const ValueDict& variables, const RenderOptions& options)
+      : options_(options), budget_(options.limits), scope_(&budget_) {
     frames_.emplace_back();
     for (const auto& [k, v] : variables) frames_.back()[k] = v;
     AddGlobals();
+  }
+
+  // Namespaces may contain each other (or themselves): empty them one by one
+  // so no chain of them is freed recursively and no cycle leaks.
+  ~Interpreter() {
+    frames_.clear();
+    for (Value& ns : namespaces_) ValueDict().swap(ns.Entries());
   }
 
   Status Run(const NodeList& nodes, TaggedString* out) {
@@ -57,21 +134,22 @@ class Interpreter {
     auto define = [&](const std::string& name, NativeFunction fn) {
       if (g.count(name) == 0) g[name] = Value::Function(name, std::move(fn));
     };
-    define("namespace", [](CallArgs& args) -> StatusOr<Value> {
+    define("namespace", [this](CallArgs& args) -> StatusOr<Value> {
       ValueDict entries;
       for (const Value& p : args.positional) {
         if (!p.IsDict()) return InvalidArgumentError("namespace(): positional args must be dicts");
         for (const auto& e : p.Entries()) entries.push_back(e);
       }
       for (const auto& [k, v] : args.keyword) entries.emplace_back(k, v);
-      return Value::Dict(std::move(entries), /*is_namespace=*/true);
+      namespaces_.push_back(Value::Dict(std::move(entries), /*is_namespace=*/true));
+      return namespaces_.back();
     });
     define("dict", [](CallArgs& args) -> StatusOr<Value> {
       ValueDict entries;
       for (const auto& [k, v] : args.keyword) entries.emplace_back(k, v);
       return Value::Dict(std::move(entries));
     });
-    define("range", [](CallArgs& args) -> StatusOr<Value> {
+    define("range", [this](CallArgs& args) -> StatusOr<Value> {
       int64_t start = 0, stop = 0, step = 1;
       const auto& p = args.positional;
       for (const Value& v : p) {
@@ -85,10 +163,16 @@ class Interpreter {
         if (p.size() > 2) step = p[2].AsInt();
       }
       if (step == 0) return InvalidArgumentError("range() arg 3 must not be zero");
+      const uint64_t count = SliceCount(start, stop, step);
+      if (count > kMaxRangeItems) {
+        return InvalidArgumentError("range(): " + std::to_string(count) + " items, over " +
+                                    std::to_string(kMaxRangeItems));
+      }
+      if (!budget_.FitsList(count, "range()")) return budget_.status();
       ValueList out;
-      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-        if (out.size() >= 1'000'000) return InvalidArgumentError("range(): over 10^6 items");
-        out.push_back(Value::Int(i));
+      out.reserve(count);
+      for (uint64_t k = 0; k < count; ++k) {
+        out.push_back(Value::Int(start + static_cast<int64_t>(k) * step));
       }
       return Value::List(std::move(out));
     });
@@ -112,12 +196,16 @@ class Interpreter {
   }
 
   Status Append(TaggedString* out, const TaggedString& piece, int line) {
-    if (out->text.size() + piece.text.size() > options_.max_output_bytes) {
-      return Error(line, "output is over " + std::to_string(options_.max_output_bytes) + " bytes");
+    if (!budget_.FitsString(out->text.size() + piece.text.size(), "the output") ||
+        !budget_.Scan(piece.text.size())) {
+      return Error(line, budget_.status().message());
     }
     out->Append(piece);
     return OkStatus();
   }
+
+  // The budget's error at `line`, once a value walk or a factory spent it.
+  Status Spent(int line) const { return Error(line, budget_.status().message()); }
 
   Status Block(const NodeList& nodes, TaggedString* out, Flow* flow) {
     for (const auto& node : nodes) {
@@ -128,6 +216,14 @@ class Interpreter {
   }
 
   Status Statement(const Node& n, TaggedString* out, Flow* flow) {
+    const bool entered = budget_.Enter() && budget_.Step();
+    Status status = entered ? StatementIn(n, out, flow) : Spent(n.line);
+    budget_.Leave();
+    if (status.ok() && !budget_.ok()) return Spent(n.line);
+    return status;
+  }
+
+  Status StatementIn(const Node& n, TaggedString* out, Flow* flow) {
     switch (n.kind) {
       case Node::Kind::kText: {
         TaggedString t;
@@ -161,20 +257,29 @@ class Interpreter {
   }
 
   StatusOr<ValueList> Iterable(const Value& v, int line) {
-    if (v.IsList()) return v.Items();
+    if (v.IsList()) {
+      if (!budget_.Step(static_cast<int64_t>(v.Items().size()))) return Spent(line);
+      return v.Items();
+    }
     ValueList items;
     if (v.IsUndefined()) return items;
     if (v.IsDict() && !v.IsNamespace()) {
+      if (!budget_.FitsList(v.Entries().size(), "a dict's keys")) return Spent(line);
       for (const auto& [k, x] : v.Entries()) items.push_back(Value::String(k));
       return items;
     }
     if (v.IsString()) {
+      if (!budget_.Scan(v.Text().size())) return Spent(line);
+      const size_t n = tokenizer::CodePointCount(v.Text());
+      if (!budget_.FitsList(n, "a string's characters")) return Spent(line);
+      items.reserve(n);
       size_t pos = 0;
       while (pos < v.Text().size()) {
         const size_t start = pos;
         tokenizer::NextCodePoint(v.Text(), &pos);
         items.push_back(Value::String(v.Str().Sub(start, pos)));
       }
+      if (!budget_.ok()) return Spent(line);
       return items;
     }
     return Error(line, "'" + v.TypeName() + "' object is not iterable");
@@ -216,34 +321,44 @@ class Interpreter {
       return Block(n.else_body, out, &flow);
     }
     const auto length = static_cast<int64_t>(items.size());
+    // One `loop` object per loop, updated in place (as Jinja2's LoopContext
+    // advances): an iteration then costs no allocation for it.
+    auto index = std::make_shared<int64_t>(0);
+    Value loop = Value::Dict({
+        {"index", Value()},
+        {"index0", Value()},
+        {"revindex", Value()},
+        {"revindex0", Value()},
+        {"first", Value()},
+        {"last", Value()},
+        {"length", Value::Int(length)},
+        {"depth", Value::Int(1)},
+        {"depth0", Value::Int(0)},
+        {"previtem", Value()},
+        {"nextitem", Value()},
+        {"cycle",
+         Value::Function(
+             "loop.cycle",
+             [index](CallArgs& args) -> StatusOr<Value> {
+               if (args.positional.empty()) {
+                 return InvalidArgumentError("loop.cycle: no items");
+               }
+               return args.positional[static_cast<size_t>(*index) % args.positional.size()];
+             })},
+    });
+    ValueDict& fields = loop.Entries();
     for (int64_t i = 0; i < length; ++i) {
-      if (++iterations_ > options_.max_iterations) {
-        return Error(n.line,
-                     "over " + std::to_string(options_.max_iterations) + " loop iterations");
-      }
+      if (!budget_.Step()) return Spent(n.line);
+      *index = i;
+      fields[0].second = Value::Int(i + 1);
+      fields[1].second = Value::Int(i);
+      fields[2].second = Value::Int(length - i);
+      fields[3].second = Value::Int(length - i - 1);
+      fields[4].second = Value::Bool(i == 0);
+      fields[5].second = Value::Bool(i == length - 1);
+      fields[9].second = i > 0 ? items[i - 1] : Value::Undefined("no previous item");
+      fields[10].second = i + 1 < length ? items[i + 1] : Value::Undefined("no next item");
       frames_.emplace_back();
-      ValueList cycle_source;
-      Value loop = Value::Dict({
-          {"index", Value::Int(i + 1)},
-          {"index0", Value::Int(i)},
-          {"revindex", Value::Int(length - i)},
-          {"revindex0", Value::Int(length - i - 1)},
-          {"first", Value::Bool(i == 0)},
-          {"last", Value::Bool(i == length - 1)},
-          {"length", Value::Int(length)},
-          {"depth", Value::Int(1)},
-          {"depth0", Value::Int(0)},
-          {"previtem", i > 0 ? items[i - 1] : Value::Undefined("no previous item")},
-          {"nextitem", i + 1 < length ? items[i + 1] : Value::Undefined("no next item")},
-          {"cycle", Value::Function(
-                        "loop.cycle",
-                        [i](CallArgs& args) -> StatusOr<Value> {
-                          if (args.positional.empty()) {
-                            return InvalidArgumentError("loop.cycle: no items");
-                          }
-                          return args.positional[static_cast<size_t>(i) % args.positional.size()];
-                        })},
-      });
       frames_.back()["loop"] = loop;
       Status bound = Bind(n.target, items[i], n.line);
       Flow flow = Flow::kNormal;
@@ -271,6 +386,7 @@ class Interpreter {
         return Error(n.line,
                      "cannot assign attribute on non-namespace object '" + n.target.names[0] + "'");
       }
+      if (!budget_.Step(static_cast<int64_t>(ns.Entries().size()))) return Spent(n.line);
       for (auto& [k, x] : ns.Entries()) {
         if (k == n.target.attribute) {
           x = v;
@@ -368,13 +484,23 @@ class Interpreter {
       if (!method.IsUndefined()) return method;
       return Value::Undefined("'dict object' has no attribute " + key.Repr());
     }
-    if ((object.IsList() || object.IsString()) && key.type() == Value::Type::kInt) {
-      SKRULL_ASSIGN_OR_RETURN(ValueList items, Iterable(object, line));
-      int64_t i = key.AsInt();
-      const auto n = static_cast<int64_t>(items.size());
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) return Value::Undefined(object.TypeName() + " index out of range");
+    if (object.IsList() && key.type() == Value::Type::kInt) {
+      const ValueList& items = object.Items();
+      const int64_t i = NormalizeIndex(key.AsInt(), static_cast<int64_t>(items.size()));
+      if (i < 0) return Value::Undefined(object.TypeName() + " index out of range");
       return items[static_cast<size_t>(i)];
+    }
+    if (object.IsString() && key.type() == Value::Type::kInt) {
+      const std::string& text = object.Text();
+      if (!budget_.Scan(text.size())) return Spent(line);
+      const auto n = static_cast<int64_t>(tokenizer::CodePointCount(text));
+      const int64_t i = NormalizeIndex(key.AsInt(), n);
+      if (i < 0) return Value::Undefined("string index out of range");
+      size_t begin = 0;
+      for (int64_t k = 0; k < i; ++k) tokenizer::NextCodePoint(text, &begin);
+      size_t end = begin;
+      tokenizer::NextCodePoint(text, &end);
+      return Value::String(object.Str().Sub(begin, end));
     }
     if (object.IsString() && key.IsString()) return GetAttr(object, key.Text(), line);
     return Value::Undefined("'" + object.TypeName() + " object' has no item " + key.Repr());
@@ -394,24 +520,56 @@ class Interpreter {
     }
     const int64_t step = bounds[2];
     if (step == 0) return Error(e.line, "slice step cannot be zero");
-    SKRULL_ASSIGN_OR_RETURN(ValueList items, Iterable(object, e.line));
-    const auto n = static_cast<int64_t>(items.size());
+    if (!object.IsList() && !object.IsString()) {
+      return Value::Undefined("'" + object.TypeName() + "' object is not subscriptable");
+    }
+    // Code point offsets of a string (one past the last at the end), so a
+    // slice copies bytes, not one value per character.
+    std::vector<size_t> starts;
+    int64_t n = 0;
+    if (object.IsString()) {
+      const std::string& text = object.Text();
+      if (!budget_.Scan(text.size()) ||
+          !budget_.FitsList(tokenizer::CodePointCount(text) / (kItemBytes / sizeof(size_t)),
+                            "a string slice's index")) {
+        return Spent(e.line);
+      }
+      for (size_t pos = 0; pos < text.size();) {
+        starts.push_back(pos);
+        tokenizer::NextCodePoint(text, &pos);
+      }
+      n = static_cast<int64_t>(starts.size());
+      starts.push_back(text.size());
+    } else {
+      n = static_cast<int64_t>(object.Items().size());
+    }
     auto clamp = [&](int64_t v, bool is_given, int64_t def) {
       if (!is_given) return def;
-      if (v < 0) v += n;
+      if (v < 0) v = v < -n ? -1 : v + n;  // v + n without overflow
       if (step > 0) return std::min(std::max<int64_t>(v, 0), n);
       return std::min(std::max<int64_t>(v, -1), n - 1);
     };
     const int64_t start = clamp(bounds[0], given[0], step > 0 ? 0 : n - 1);
     const int64_t stop = clamp(bounds[1], given[1], step > 0 ? n : -1);
-    ValueList out;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-      out.push_back(items[static_cast<size_t>(i)]);
+    const uint64_t count = SliceCount(start, stop, step);
+    if (object.IsString()) {
+      if (step == 1) {
+        return Value::String(object.Str().Sub(starts[start], starts[start + count]));
+      }
+      TaggedString out;
+      for (uint64_t k = 0; k < count; ++k) {
+        const auto i = static_cast<size_t>(start + static_cast<int64_t>(k) * step);
+        out.Append(object.Str().Sub(starts[i], starts[i + 1]));
+      }
+      return Value::String(std::move(out));
     }
-    if (!object.IsString()) return Value::List(std::move(out), object.IsTuple());
-    TaggedString s;
-    for (const Value& c : out) s.Append(c.Str());
-    return Value::String(std::move(s));
+    if (!budget_.FitsList(count, "a slice")) return Spent(e.line);
+    ValueList out;
+    out.reserve(count);
+    for (uint64_t k = 0; k < count; ++k) {
+      out.push_back(object.Items()[static_cast<size_t>(start + static_cast<int64_t>(k) * step)]);
+    }
+    return Value::List(std::move(out), object.IsTuple());
   }
 
   StatusOr<Value> Call(const Expr& e) {
@@ -436,8 +594,12 @@ class Interpreter {
     args.positional.insert(args.positional.begin(), v);
     TestFn test = [](const std::string& name, CallArgs& a) { return ApplyTest(name, a); };
     FilterFn filter;
-    filter = [&](const std::string& name, CallArgs& a) {
-      return ApplyFilter(name, a, test, filter);
+    // map() calls filters by name, map() among them: each call is a level.
+    filter = [&](const std::string& name, CallArgs& a) -> StatusOr<Value> {
+      const bool entered = budget_.Enter();
+      auto r = entered ? ApplyFilter(name, a, test, filter) : StatusOr<Value>(budget_.status());
+      budget_.Leave();
+      return r;
     };
     auto result = ApplyFilter(e.name, args, test, filter);
     if (!result.ok()) return Error(e.line, result.status().message());
@@ -464,7 +626,7 @@ class Interpreter {
     auto is_int = [](const Value& v) {
       return v.type() == Value::Type::kInt || v.type() == Value::Type::kBool;
     };
-    auto as_int = [](const Value& v) {
+    auto as_int = [](const Value& v) -> int64_t {
       return v.type() == Value::Type::kBool ? (v.AsBool() ? 1 : 0) : v.AsInt();
     };
     auto as_num = [&](const Value& v) {
@@ -472,76 +634,57 @@ class Interpreter {
     };
     const bool numbers = (a.IsNumber() || a.type() == Value::Type::kBool) &&
                          (b.IsNumber() || b.type() == Value::Type::kBool);
+    const bool ints = numbers && is_int(a) && is_int(b);
+    if (ints && op != "/" && !(op == "**" && as_int(b) < 0)) {
+      auto r = IntArithmetic(op, as_int(a), as_int(b));
+      if (!r.ok()) return Error(line, r.status().message());
+      return Value::Int(*r);
+    }
     if (op == "+") {
       if (a.IsString() && b.IsString()) {
+        if (!budget_.FitsString(a.Text().size() + b.Text().size(), "a concatenation")) {
+          return Spent(line);
+        }
         TaggedString s = a.Str();
         s.Append(b.Str());
         return Value::String(std::move(s));
       }
       if (a.IsList() && b.IsList() && a.IsTuple() == b.IsTuple()) {
+        if (!budget_.FitsList(a.Items().size() + b.Items().size(), "a concatenation")) {
+          return Spent(line);
+        }
         ValueList items = a.Items();
         items.insert(items.end(), b.Items().begin(), b.Items().end());
         return Value::List(std::move(items), a.IsTuple());
       }
-      if (numbers && is_int(a) && is_int(b)) {
-        int64_t r;
-        if (__builtin_add_overflow(as_int(a), as_int(b), &r))
-          return Error(line, "integer overflow");
-        return Value::Int(r);
-      }
       if (numbers) return Value::Float(as_num(a) + as_num(b));
     } else if (op == "-" && numbers) {
-      if (is_int(a) && is_int(b)) {
-        int64_t r;
-        if (__builtin_sub_overflow(as_int(a), as_int(b), &r))
-          return Error(line, "integer overflow");
-        return Value::Int(r);
-      }
       return Value::Float(as_num(a) - as_num(b));
     } else if (op == "*") {
-      if (numbers && is_int(a) && is_int(b)) {
-        int64_t r;
-        if (__builtin_mul_overflow(as_int(a), as_int(b), &r))
-          return Error(line, "integer overflow");
-        return Value::Int(r);
-      }
       if (numbers) return Value::Float(as_num(a) * as_num(b));
       const Value& s = a.IsString() ? a : b;
       const Value& k = a.IsString() ? b : a;
       if (s.IsString() && is_int(k)) {
-        const int64_t times = as_int(k);
-        if (times > 0 && s.Text().size() * static_cast<size_t>(times) > options_.max_output_bytes) {
-          return Error(line, "string repetition too large");
+        const int64_t times = std::max<int64_t>(as_int(k), 0);
+        size_t bytes = 0;
+        if (__builtin_mul_overflow(s.Text().size(), static_cast<uint64_t>(times), &bytes)) {
+          bytes = std::numeric_limits<size_t>::max();
         }
+        if (!budget_.FitsString(bytes, "a repeated string")) return Spent(line);
         TaggedString out;
+        out.text.reserve(bytes);
         for (int64_t i = 0; i < times; ++i) out.Append(s.Str());
         return Value::String(std::move(out));
       }
     } else if ((op == "/" || op == "//" || op == "%") && numbers) {
-      if (as_num(b) == 0) return Error(line, "division by zero");
-      if (op == "/") return Value::Float(as_num(a) / as_num(b));
-      if (is_int(a) && is_int(b)) {
-        const int64_t x = as_int(a), y = as_int(b);
-        int64_t q = x / y, r = x % y;
-        if (r != 0 && ((r < 0) != (y < 0))) {
-          --q;
-          r += y;
-        }
-        return Value::Int(op == "//" ? q : r);
-      }
       const double x = as_num(a), y = as_num(b);
+      if (y == 0) return Error(line, "division by zero");
+      if (op == "/") return Value::Float(x / y);
       if (op == "//") return Value::Float(std::floor(x / y));
       double r = std::fmod(x, y);
       if (r != 0 && ((r < 0) != (y < 0))) r += y;
       return Value::Float(r);
     } else if (op == "**" && numbers) {
-      if (is_int(a) && is_int(b) && as_int(b) >= 0) {
-        int64_t r = 1;
-        for (int64_t i = 0; i < as_int(b); ++i) {
-          if (__builtin_mul_overflow(r, as_int(a), &r)) return Error(line, "integer overflow");
-        }
-        return Value::Int(r);
-      }
       return Value::Float(std::pow(as_num(a), as_num(b)));
     }
     return Error(line, "unsupported operand type(s) for " + op + ": '" + a.TypeName() + "' and '" +
@@ -555,7 +698,11 @@ class Interpreter {
     SKRULL_ASSIGN_OR_RETURN(Value b, Eval(*e.items[0]));
     if (e.name == "~") {
       TaggedString s = a.ToStr();
-      s.Append(b.ToStr());
+      TaggedString t = b.ToStr();
+      if (!budget_.FitsString(s.text.size() + t.text.size(), "a concatenation")) {
+        return Spent(e.line);
+      }
+      s.Append(t);
       return Value::String(std::move(s));
     }
     return Arithmetic(e.name, a, b, e.line);
@@ -580,7 +727,18 @@ class Interpreter {
     return (op == "<" || op == ">") ? *r : !*r;
   }
 
+  // Every expression costs a step and a level of the render depth; a value
+  // walk or a factory that spent the budget inside it is reported here, at
+  // the innermost expression.
   StatusOr<Value> Eval(const Expr& e) {
+    const bool entered = budget_.Enter() && budget_.Step();
+    StatusOr<Value> v = entered ? EvalIn(e) : StatusOr<Value>(Spent(e.line));
+    budget_.Leave();
+    if (v.ok() && !budget_.ok()) return Spent(e.line);
+    return v;
+  }
+
+  StatusOr<Value> EvalIn(const Expr& e) {
     switch (e.kind) {
       case Expr::Kind::kLiteral:
         return e.value;
@@ -658,9 +816,11 @@ class Interpreter {
   }
 
   const RenderOptions& options_;
+  Budget budget_;
+  Budget::Scope scope_;  // value walks and factories charge budget_
   std::vector<Frame> frames_;
-  int64_t iterations_ = 0;
-  int depth_ = 0;
+  std::vector<Value> namespaces_;  // every namespace() made, emptied at the end
+  int depth_ = 0;                  // macro calls
 };
 
 }  // namespace

@@ -1,7 +1,11 @@
 #include "tokenizer/jinja/parser.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <set>
+
+#include "tokenizer/jinja/budget.h"
 
 namespace skrull::jinja {
 namespace {
@@ -32,6 +36,39 @@ class Parser {
   Status Error(const std::string& what) const {
     return InvalidArgumentError("line " + std::to_string(Peek().line) + ": " + what);
   }
+  // Recursion of the parser (parenthesized, unary and `not` expressions;
+  // blocks): a guard per level, an error past kMaxTemplateNesting.
+  class Nest {
+   public:
+    explicit Nest(int* depth) : depth_(depth) { ++*depth_; }
+    ~Nest() { --*depth_; }
+    bool ok() const { return *depth_ <= kMaxTemplateNesting; }
+
+   private:
+    int* depth_;
+  };
+  Status TooDeep(const char* what) const {
+    return Error(std::string(what) + " nested deeper than " + std::to_string(kMaxTemplateNesting) +
+                 " levels");
+  }
+
+  // Records e's depth (1 + its deepest child); the tree is walked
+  // recursively (rendering, freeing), so it may not be deeper than
+  // kMaxTemplateNesting.
+  Status Seal(Expr* e) const {
+    int deepest = 0;
+    auto see = [&](const ExprPtr& child) {
+      if (child) deepest = std::max(deepest, child->depth);
+    };
+    see(e->operand);
+    for (const auto& c : e->items) see(c);
+    for (const auto& c : e->keys) see(c);
+    for (const auto& kw : e->keywords) see(kw.second);
+    e->depth = deepest + 1;
+    if (e->depth > kMaxTemplateNesting) return TooDeep("expressions");
+    return OkStatus();
+  }
+
   Status ExpectOp(const char* op) {
     if (!IsOp(op)) return Error(std::string("expected '") + op + "', got '" + Peek().value + "'");
     ++i_;
@@ -96,6 +133,8 @@ class Parser {
   }
 
   Status Statement(const std::string& name, int line, NodeList* out) {
+    Nest nest(&block_depth_);
+    if (!nest.ok()) return TooDeep("blocks");
     auto n = std::make_unique<Node>();
     n->line = line;
     if (name == "if") return If(std::move(n), out);
@@ -233,10 +272,15 @@ class Parser {
       SKRULL_ASSIGN_OR_RETURN(ExprPtr item, Expression());
       tuple->items.push_back(std::move(item));
     }
+    SKRULL_RETURN_IF_ERROR(Seal(tuple.get()));
     return tuple;
   }
 
-  StatusOr<ExprPtr> Expression() { return Condition(/*allow_if=*/true); }
+  StatusOr<ExprPtr> Expression() {
+    Nest nest(&expr_depth_);
+    if (!nest.ok()) return TooDeep("expressions");
+    return Condition(/*allow_if=*/true);
+  }
 
   StatusOr<ExprPtr> Condition(bool allow_if) {
     SKRULL_ASSIGN_OR_RETURN(ExprPtr expr, Or());
@@ -247,11 +291,14 @@ class Parser {
       cond->items.push_back(std::move(expr));
       if (IsName("else")) {
         ++i_;
+        Nest nest(&expr_depth_);
+        if (!nest.ok()) return TooDeep("expressions");
         SKRULL_ASSIGN_OR_RETURN(ExprPtr other, Condition(true));
         cond->items.push_back(std::move(other));
       } else {
         cond->items.push_back(nullptr);
       }
+      SKRULL_RETURN_IF_ERROR(Seal(cond.get()));
       expr = std::move(cond);
     }
     return expr;
@@ -272,6 +319,7 @@ class Parser {
       SKRULL_ASSIGN_OR_RETURN(ExprPtr right, (this->*next)());
       bin->operand = std::move(left);
       bin->items.push_back(std::move(right));
+      SKRULL_RETURN_IF_ERROR(Seal(bin.get()));
       left = std::move(bin);
     }
   }
@@ -279,10 +327,13 @@ class Parser {
   StatusOr<ExprPtr> And() { return BinaryChain(&Parser::Not, {"and"}, true); }
   StatusOr<ExprPtr> Not() {
     if (IsName("not")) {
+      Nest nest(&expr_depth_);
+      if (!nest.ok()) return TooDeep("expressions");
       ExprPtr e = Make(Expr::Kind::kUnary);
       ++i_;
       e->name = "not";
       SKRULL_ASSIGN_OR_RETURN(e->operand, Not());
+      SKRULL_RETURN_IF_ERROR(Seal(e.get()));
       return e;
     }
     return Compare();
@@ -306,6 +357,7 @@ class Parser {
       cmp->ops.push_back(op);
       SKRULL_ASSIGN_OR_RETURN(ExprPtr right, Math1());
       cmp->items.push_back(std::move(right));
+      SKRULL_RETURN_IF_ERROR(Seal(cmp.get()));
     }
     return cmp ? std::move(cmp) : std::move(left);
   }
@@ -318,9 +370,12 @@ class Parser {
   StatusOr<ExprPtr> Unary(bool with_filter) {
     ExprPtr node;
     if (IsOp("-") || IsOp("+")) {
+      Nest nest(&expr_depth_);
+      if (!nest.ok()) return TooDeep("expressions");
       node = Make(Expr::Kind::kUnary);
       node->name = Next().value;
       SKRULL_ASSIGN_OR_RETURN(node->operand, Unary(false));
+      SKRULL_RETURN_IF_ERROR(Seal(node.get()));
     } else {
       SKRULL_ASSIGN_OR_RETURN(node, Primary());
     }
@@ -397,6 +452,7 @@ class Parser {
       tuple->items.push_back(std::move(item));
     }
     SKRULL_RETURN_IF_ERROR(ExpectOp(")"));
+    SKRULL_RETURN_IF_ERROR(Seal(tuple.get()));
     return tuple;
   }
 
@@ -410,6 +466,7 @@ class Parser {
       ++i_;
     }
     SKRULL_RETURN_IF_ERROR(ExpectOp("]"));
+    SKRULL_RETURN_IF_ERROR(Seal(list.get()));
     return list;
   }
 
@@ -426,6 +483,7 @@ class Parser {
       ++i_;
     }
     SKRULL_RETURN_IF_ERROR(ExpectOp("}"));
+    SKRULL_RETURN_IF_ERROR(Seal(dict.get()));
     return dict;
   }
 
@@ -472,6 +530,7 @@ class Parser {
     } else {
       for (auto& p : parts) e->items.push_back(std::move(p));
     }
+    SKRULL_RETURN_IF_ERROR(Seal(e.get()));
     return e;
   }
 
@@ -485,12 +544,14 @@ class Parser {
           index->value = Value::Int(std::strtoll(Next().value.c_str(), nullptr, 10));
           e->operand = std::move(node);
           e->items.push_back(std::move(index));
+          SKRULL_RETURN_IF_ERROR(Seal(e.get()));
           node = std::move(e);
           continue;
         }
         ExprPtr e = Make(Expr::Kind::kGetAttr);
         SKRULL_ASSIGN_OR_RETURN(e->name, ExpectName());
         e->operand = std::move(node);
+        SKRULL_RETURN_IF_ERROR(Seal(e.get()));
         node = std::move(e);
       } else if (IsOp("[")) {
         ++i_;
@@ -499,6 +560,7 @@ class Parser {
         ExprPtr e = Make(Expr::Kind::kCall);
         e->operand = std::move(node);
         SKRULL_RETURN_IF_ERROR(CallArguments(e.get()));
+        SKRULL_RETURN_IF_ERROR(Seal(e.get()));
         node = std::move(e);
       } else {
         return node;
@@ -519,6 +581,7 @@ class Parser {
         }
         if (IsOp("(")) SKRULL_RETURN_IF_ERROR(CallArguments(f.get()));
         f->operand = std::move(node);
+        SKRULL_RETURN_IF_ERROR(Seal(f.get()));
         node = std::move(f);
       } else if (IsName("is")) {
         ++i_;
@@ -539,11 +602,13 @@ class Parser {
           t->items.push_back(std::move(arg));
         }
         t->operand = std::move(node);
+        SKRULL_RETURN_IF_ERROR(Seal(t.get()));
         node = std::move(t);
       } else if (IsOp("(")) {
         ExprPtr e = Make(Expr::Kind::kCall);
         e->operand = std::move(node);
         SKRULL_RETURN_IF_ERROR(CallArguments(e.get()));
+        SKRULL_RETURN_IF_ERROR(Seal(e.get()));
         node = std::move(e);
       } else {
         return node;
@@ -553,6 +618,8 @@ class Parser {
 
   const std::vector<Token>& t_;
   size_t i_ = 0;
+  int expr_depth_ = 0;   // Nest levels of expressions being parsed
+  int block_depth_ = 0;  // Nest levels of blocks being parsed
 };
 
 }  // namespace

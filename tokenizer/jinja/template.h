@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "tokenizer/jinja/budget.h"
 #include "tokenizer/jinja/value.h"
 
 namespace skrull::jinja {
@@ -28,9 +29,8 @@ struct NodeListHolder;
 struct RenderOptions {
   // strftime_now(format): the time to format; default: the local time now.
   std::function<std::string(const std::string& format)> strftime_now;
-  // Limits against runaway templates: output bytes and loop iterations.
-  size_t max_output_bytes = size_t{256} << 20;
-  int64_t max_iterations = 10'000'000;
+  // The work budget of one rendering (budget.h): bytes, steps, seconds.
+  RenderLimits limits;
 };
 
 class Template {
@@ -40,8 +40,11 @@ class Template {
   ~Template();
 
   // Renders with `variables` as the template's globals (messages, bos_token,
-  // ...). InvalidArgument for runtime errors: raise_exception("...") gives
-  // "raise_exception: ...", undefined attributes, type errors, limits.
+  // ...). InvalidArgument "line N: ..." for runtime errors:
+  // raise_exception("...") gives "raise_exception: ...", undefined
+  // attributes, type errors, integer overflow, and the limits of
+  // options.limits and budget.h, each named with the spec.data field that
+  // raises it.
   StatusOr<TaggedString> Render(const ValueDict& variables,
                                 const RenderOptions& options = RenderOptions()) const;
 

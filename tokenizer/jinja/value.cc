@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tokenizer/jinja/budget.h"
 #include "tokenizer/utf8.h"
 
 namespace skrull::jinja {
@@ -74,13 +75,39 @@ Value Value::String(std::string s) {
   return String(std::move(t));
 }
 Value Value::String(TaggedString s) {
+  if (Budget* b = Budget::Active()) b->BuiltString(s.text.size());
   Value v;
   v.type_ = Type::kString;
   v.str_ = std::make_shared<TaggedString>(std::move(s));
   return v;
 }
+namespace {
+
+// 1 + the deepest of `values`, saturating (a deeper value is refused by the
+// budget before it can grow further).
+template <typename Range, typename Get>
+uint16_t DepthOver(const Range& values, Get get) {
+  int depth = 0;
+  for (const auto& x : values) depth = std::max(depth, get(x).depth());
+  return static_cast<uint16_t>(std::min(depth + 1, kMaxValueDepth + 1));
+}
+
+void ChargeContainer(size_t items, uint16_t depth) {
+  Budget* b = Budget::Active();
+  if (b == nullptr) return;
+  b->BuiltList(items);
+  if (depth > kMaxValueDepth) {
+    b->EnterValue();  // reports the depth
+    b->LeaveValue();
+  }
+}
+
+}  // namespace
+
 Value Value::List(ValueList items, bool tuple) {
   Value v;
+  v.depth_ = DepthOver(items, [](const Value& x) -> const Value& { return x; });
+  ChargeContainer(items.size(), v.depth_);
   v.type_ = Type::kList;
   v.tuple_ = tuple;
   v.list_ = std::make_shared<ValueList>(std::move(items));
@@ -88,6 +115,8 @@ Value Value::List(ValueList items, bool tuple) {
 }
 Value Value::Dict(ValueDict items, bool is_namespace) {
   Value v;
+  v.depth_ = DepthOver(items, [](const auto& e) -> const Value& { return e.second; });
+  ChargeContainer(items.size(), v.depth_);
   v.type_ = Type::kDict;
   v.namespace_ = is_namespace;
   v.dict_ = std::make_shared<ValueDict>(std::move(items));
@@ -101,33 +130,52 @@ Value Value::Function(std::string name, NativeFunction fn) {
   return v;
 }
 
-Value Value::FromJson(const nlohmann::ordered_json& j) {
+namespace {
+
+Value FromJsonAt(const nlohmann::ordered_json& j, int depth) {
+  using T = nlohmann::ordered_json::value_t;
   switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null:
-      return None();
-    case nlohmann::ordered_json::value_t::boolean:
-      return Bool(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer:
-      return Int(j.get<int64_t>());
-    case nlohmann::ordered_json::value_t::number_unsigned:
-      return Int(static_cast<int64_t>(j.get<uint64_t>()));
-    case nlohmann::ordered_json::value_t::number_float:
-      return Float(j.get<double>());
-    case nlohmann::ordered_json::value_t::string:
-      return String(j.get<std::string>());
-    case nlohmann::ordered_json::value_t::array: {
+    case T::boolean:
+      return Value::Bool(j.get<bool>());
+    case T::number_integer:
+      return Value::Int(j.get<int64_t>());
+    case T::number_unsigned:
+      return Value::Int(static_cast<int64_t>(j.get<uint64_t>()));
+    case T::number_float:
+      return Value::Float(j.get<double>());
+    case T::string:
+      return Value::String(j.get<std::string>());
+    case T::array: {
+      if (depth >= kMaxValueDepth) return Value::None();
       ValueList items;
-      for (const auto& e : j) items.push_back(FromJson(e));
-      return List(std::move(items));
+      for (const auto& e : j) items.push_back(FromJsonAt(e, depth + 1));
+      return Value::List(std::move(items));
     }
-    case nlohmann::ordered_json::value_t::object: {
+    case T::object: {
+      if (depth >= kMaxValueDepth) return Value::None();
       ValueDict items;
-      for (const auto& [k, e] : j.items()) items.emplace_back(k, FromJson(e));
-      return Dict(std::move(items));
+      for (const auto& [k, e] : j.items()) items.emplace_back(k, FromJsonAt(e, depth + 1));
+      return Value::Dict(std::move(items));
     }
     default:
-      return None();
+      return Value::None();
   }
+}
+
+}  // namespace
+
+Value Value::FromJson(const nlohmann::ordered_json& j) { return FromJsonAt(j, 0); }
+
+bool JsonDepthExceeds(const nlohmann::ordered_json& j, int max_depth) {
+  std::vector<std::pair<const nlohmann::ordered_json*, int>> stack = {{&j, 0}};
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (!node->is_structured()) continue;
+    if (depth >= max_depth) return true;
+    for (const auto& child : *node) stack.emplace_back(&child, depth + 1);
+  }
+  return false;
 }
 
 const Value* Value::Find(std::string_view key) const {
@@ -231,6 +279,124 @@ std::string StringRepr(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// Appends repr(v) to *out; false once the budget ran out (*out is then cut
+// short and the budget holds the error).
+bool AppendRepr(const Value& v, Budget& b, std::string* out) {
+  if (!b.Step()) return false;
+  switch (v.type()) {
+    case Value::Type::kString:
+      if (!b.Scan(v.Text().size())) return false;
+      *out += StringRepr(v.Text());
+      break;
+    case Value::Type::kList:
+    case Value::Type::kDict: {
+      const bool list = v.IsList();
+      const bool entered = b.EnterValue();
+      bool ok = entered;
+      if (list) {
+        *out += v.IsTuple() ? "(" : "[";
+        for (size_t i = 0; ok && i < v.Items().size(); ++i) {
+          if (i > 0) *out += ", ";
+          ok = AppendRepr(v.Items()[i], b, out) && b.FitsString(out->size(), "a printed value");
+        }
+        if (v.IsTuple() && v.Items().size() == 1) *out += ",";
+        *out += v.IsTuple() ? ")" : "]";
+      } else {
+        *out += v.IsNamespace() ? "<Namespace {" : "{";
+        const ValueDict& entries = v.Entries();
+        for (size_t i = 0; ok && i < entries.size(); ++i) {
+          if (i > 0) *out += ", ";
+          *out += StringRepr(entries[i].first) + ": ";
+          ok =
+              AppendRepr(entries[i].second, b, out) && b.FitsString(out->size(), "a printed value");
+        }
+        *out += v.IsNamespace() ? "}>" : "}";
+      }
+      b.LeaveValue();
+      return ok;
+    }
+    case Value::Type::kCallable:
+      *out += "<function " + v.name() + ">";
+      break;
+    default:
+      out->append(v.ToStr().text);
+  }
+  return true;
+}
+
+bool EqualsIn(const Value& a, const Value& o, Budget& b) {
+  if (!b.Step()) return false;
+  if (a.IsNumber() && o.IsNumber()) {
+    if (a.type() == Value::Type::kInt && o.type() == Value::Type::kInt) {
+      return a.AsInt() == o.AsInt();
+    }
+    return a.AsNumber() == o.AsNumber();
+  }
+  const auto as_number = [](const Value& v) {
+    return v.type() == Value::Type::kBool ? (v.AsBool() ? 1.0 : 0.0) : v.AsNumber();
+  };
+  // Python: True == 1.
+  if ((a.type() == Value::Type::kBool && o.IsNumber()) ||
+      (a.IsNumber() && o.type() == Value::Type::kBool)) {
+    return as_number(a) == as_number(o);
+  }
+  if (a.type() != o.type()) return false;
+  switch (a.type()) {
+    case Value::Type::kUndefined:
+    case Value::Type::kNone:
+      return true;
+    case Value::Type::kBool:
+      return a.AsBool() == o.AsBool();
+    case Value::Type::kString:
+      return b.Scan(std::min(a.Text().size(), o.Text().size())) && a.Text() == o.Text();
+    case Value::Type::kList: {
+      if (a.Items().size() != o.Items().size()) return false;
+      if (!b.EnterValue()) {
+        b.LeaveValue();
+        return false;
+      }
+      bool equal = true;
+      for (size_t i = 0; equal && i < a.Items().size(); ++i) {
+        equal = EqualsIn(a.Items()[i], o.Items()[i], b);
+      }
+      b.LeaveValue();
+      return equal && b.ok();
+    }
+    case Value::Type::kDict: {
+      if (&a.Entries() == &o.Entries()) return true;
+      if (a.IsNamespace() || o.IsNamespace() || a.Entries().size() != o.Entries().size()) {
+        return false;
+      }
+      if (!b.EnterValue()) {
+        b.LeaveValue();
+        return false;
+      }
+      bool equal = true;
+      for (const auto& [k, v] : a.Entries()) {
+        if (!b.Step(static_cast<int64_t>(o.Entries().size()))) {
+          equal = false;
+          break;
+        }
+        const Value* w = o.Find(k);
+        if (w == nullptr || !EqualsIn(v, *w, b)) {
+          equal = false;
+          break;
+        }
+      }
+      b.LeaveValue();
+      return equal && b.ok();
+    }
+    case Value::Type::kCallable:
+      return &a.Fn() == &o.Fn();
+    default:  // numbers are compared above
+      return false;
+  }
+}
+
+}  // namespace
+
 TaggedString Value::ToStr() const {
   if (type_ == Type::kString) return *str_;
   TaggedString t;
@@ -256,73 +422,12 @@ TaggedString Value::ToStr() const {
 }
 
 std::string Value::Repr() const {
-  switch (type_) {
-    case Type::kString:
-      return StringRepr(str_->text);
-    case Type::kList: {
-      std::string out = tuple_ ? "(" : "[";
-      for (size_t i = 0; i < list_->size(); ++i) {
-        if (i > 0) out += ", ";
-        out += (*list_)[i].Repr();
-      }
-      if (tuple_ && list_->size() == 1) out += ",";
-      return out + (tuple_ ? ")" : "]");
-    }
-    case Type::kDict: {
-      std::string out = namespace_ ? "<Namespace {" : "{";
-      for (size_t i = 0; i < dict_->size(); ++i) {
-        if (i > 0) out += ", ";
-        out += StringRepr((*dict_)[i].first) + ": " + (*dict_)[i].second.Repr();
-      }
-      return out + (namespace_ ? "}>" : "}");
-    }
-    case Type::kCallable:
-      return "<function " + hint_ + ">";
-    default:
-      return ToStr().text;
-  }
+  std::string out;
+  AppendRepr(*this, Budget::ForWalk(), &out);
+  return out;
 }
 
-bool Value::Equals(const Value& o) const {
-  if (IsNumber() && o.IsNumber()) {
-    if (type_ == Type::kInt && o.type_ == Type::kInt) return i_ == o.i_;
-    return AsNumber() == o.AsNumber();
-  }
-  // Python: True == 1.
-  if ((type_ == Type::kBool && o.IsNumber()) || (IsNumber() && o.type_ == Type::kBool)) {
-    const double a = type_ == Type::kBool ? (b_ ? 1 : 0) : AsNumber();
-    const double b = o.type_ == Type::kBool ? (o.b_ ? 1 : 0) : o.AsNumber();
-    return a == b;
-  }
-  if (type_ != o.type_) return false;
-  switch (type_) {
-    case Type::kUndefined:
-    case Type::kNone:
-      return true;
-    case Type::kBool:
-      return b_ == o.b_;
-    case Type::kString:
-      return str_->text == o.str_->text;
-    case Type::kList:
-      if (list_->size() != o.list_->size()) return false;
-      for (size_t i = 0; i < list_->size(); ++i) {
-        if (!(*list_)[i].Equals((*o.list_)[i])) return false;
-      }
-      return true;
-    case Type::kDict:
-      if (dict_ == o.dict_) return true;
-      if (namespace_ || o.namespace_ || dict_->size() != o.dict_->size()) return false;
-      for (const auto& [k, v] : *dict_) {
-        const Value* w = o.Find(k);
-        if (w == nullptr || !v.Equals(*w)) return false;
-      }
-      return true;
-    case Type::kCallable:
-      return fn_ == o.fn_;
-    default:
-      return false;
-  }
-}
+bool Value::Equals(const Value& o) const { return EqualsIn(*this, o, Budget::ForWalk()); }
 
 StatusOr<int64_t> Value::Length() const {
   switch (type_) {
@@ -409,14 +514,15 @@ void JsonString(const std::string& s, std::string* out) {
   *out += '"';
 }
 
+Status JsonContainer(const Value& v, int indent, int depth, const std::string& item_sep,
+                     const std::string& key_sep, bool sort_keys, Budget& b, std::string* out);
+
+// Appends json.dumps(v) to *out. Charges the budget `b` for each value and
+// the bytes written; an error once it ran out.
 Status JsonValue(const Value& v, int indent, int depth, const std::string& item_sep,
-                 const std::string& key_sep, bool sort_keys, std::string* out) {
-  if (depth > 256) return InvalidArgumentError("tojson: value nested too deeply");
-  auto newline = [&](int level) {
-    if (indent < 0) return;
-    *out += '\n';
-    out->append(static_cast<size_t>(indent * level), ' ');
-  };
+                 const std::string& key_sep, bool sort_keys, Budget& b, std::string* out) {
+  auto spent = [&]() { return InvalidArgumentError("tojson: " + b.status().message()); };
+  if (!b.Step() || !b.FitsString(out->size(), "tojson's output")) return spent();
   switch (v.type()) {
     case Value::Type::kNone:
       *out += "null";
@@ -433,8 +539,37 @@ Status JsonValue(const Value& v, int indent, int depth, const std::string& item_
                                          : FloatRepr(v.AsNumber());
       return OkStatus();
     case Value::Type::kString:
+      if (!b.Scan(v.Text().size())) return spent();
       JsonString(v.Text(), out);
       return OkStatus();
+    case Value::Type::kList:
+    case Value::Type::kDict: {
+      if (!b.EnterValue()) {
+        b.LeaveValue();
+        return spent();
+      }
+      Status status = JsonContainer(v, indent, depth, item_sep, key_sep, sort_keys, b, out);
+      b.LeaveValue();
+      return status;
+    }
+    default:
+      return InvalidArgumentError("tojson: Object of type " + v.TypeName() +
+                                  " is not JSON serializable");
+  }
+}
+
+Status JsonContainer(const Value& v, int indent, int depth, const std::string& item_sep,
+                     const std::string& key_sep, bool sort_keys, Budget& b, std::string* out) {
+  auto spent = [&]() { return InvalidArgumentError("tojson: " + b.status().message()); };
+  auto newline = [&](int level) {
+    if (indent < 0) return true;
+    const size_t pad = static_cast<size_t>(indent) * static_cast<size_t>(level);
+    if (!b.FitsString(out->size() + pad + 1, "tojson's output") || !b.Scan(pad)) return false;
+    *out += '\n';
+    out->append(pad, ' ');
+    return true;
+  };
+  switch (v.type()) {
     case Value::Type::kList: {
       if (v.Items().empty()) {
         *out += "[]";
@@ -443,11 +578,11 @@ Status JsonValue(const Value& v, int indent, int depth, const std::string& item_
       *out += '[';
       for (size_t i = 0; i < v.Items().size(); ++i) {
         if (i > 0) *out += item_sep;
-        newline(depth + 1);
+        if (!newline(depth + 1)) return spent();
         SKRULL_RETURN_IF_ERROR(
-            JsonValue(v.Items()[i], indent, depth + 1, item_sep, key_sep, sort_keys, out));
+            JsonValue(v.Items()[i], indent, depth + 1, item_sep, key_sep, sort_keys, b, out));
       }
-      newline(depth);
+      if (!newline(depth)) return spent();
       *out += ']';
       return OkStatus();
     }
@@ -459,25 +594,25 @@ Status JsonValue(const Value& v, int indent, int depth, const std::string& item_
       std::vector<const std::pair<std::string, Value>*> entries;
       for (const auto& e : v.Entries()) entries.push_back(&e);
       if (sort_keys) {
+        if (!b.Step(static_cast<int64_t>(entries.size()) * 20)) return spent();
         std::stable_sort(entries.begin(), entries.end(),
                          [](const auto* a, const auto* b) { return a->first < b->first; });
       }
       *out += '{';
       for (size_t i = 0; i < entries.size(); ++i) {
         if (i > 0) *out += item_sep;
-        newline(depth + 1);
+        if (!newline(depth + 1)) return spent();
         JsonString(entries[i]->first, out);
         *out += key_sep;
         SKRULL_RETURN_IF_ERROR(
-            JsonValue(entries[i]->second, indent, depth + 1, item_sep, key_sep, sort_keys, out));
+            JsonValue(entries[i]->second, indent, depth + 1, item_sep, key_sep, sort_keys, b, out));
       }
-      newline(depth);
+      if (!newline(depth)) return spent();
       *out += '}';
       return OkStatus();
     }
     default:
-      return InvalidArgumentError("tojson: Object of type " + v.TypeName() +
-                                  " is not JSON serializable");
+      return OkStatus();
   }
 }
 
@@ -486,7 +621,8 @@ Status JsonValue(const Value& v, int indent, int depth, const std::string& item_
 StatusOr<std::string> ToJson(const Value& v, int indent, const std::string& item_separator,
                              const std::string& key_separator, bool sort_keys) {
   std::string out;
-  SKRULL_RETURN_IF_ERROR(JsonValue(v, indent, 0, item_separator, key_separator, sort_keys, &out));
+  SKRULL_RETURN_IF_ERROR(
+      JsonValue(v, indent, 0, item_separator, key_separator, sort_keys, Budget::ForWalk(), &out));
   return out;
 }
 

@@ -7,6 +7,12 @@
 // stripping, splitting and concatenation keep the marks, so the rendered chat
 // knows which bytes are assistant content (chat.h turns that into labels).
 //
+// Values that contain values (lists, dicts, namespaces) record how deeply they
+// nest. Inside a rendering the factories charge what they build to the
+// rendering's budget (budget.h), and printing, comparing and serializing
+// charge it too and stop at kMaxValueDepth, so a value that contains itself
+// (a namespace) or shares sub-lists cannot make them loop or blow up.
+//
 // Private to tokenizer/. Thread safety: values are not shared across threads.
 #ifndef SKRULL_TOKENIZER_JINJA_VALUE_H_
 #define SKRULL_TOKENIZER_JINJA_VALUE_H_
@@ -67,7 +73,9 @@ class Value {
   static Value List(ValueList items, bool tuple = false);
   static Value Dict(ValueDict items, bool is_namespace = false);
   static Value Function(std::string name, NativeFunction fn);
-  // JSON -> Value (object key order kept, strings untagged).
+  // JSON -> Value (object key order kept, strings untagged). Arrays and
+  // objects nested deeper than kMaxValueDepth read as None (callers check
+  // the depth of untrusted JSON first: JsonDepthExceeds).
   static Value FromJson(const nlohmann::ordered_json& j);
 
   Type type() const { return type_; }
@@ -90,16 +98,22 @@ class Value {
   const NativeFunction& Fn() const { return *fn_; }
   const std::string& name() const { return hint_; }  // callable name / undefined hint
 
+  // Levels of lists and dicts in this value when it was built (0 for
+  // scalars); a namespace's entries may have changed since.
+  int depth() const { return depth_; }
+
   // Dict lookup by key; nullptr when absent.
   const Value* Find(std::string_view key) const;
 
   // Python truthiness; Undefined is false.
   bool Truthy() const;
-  // Python str() (Undefined -> ""), keeping string spans.
+  // Python str() (Undefined -> ""), keeping string spans. Printing a
+  // container charges the budget; when it runs out the text is cut short
+  // and the budget holds the error.
   TaggedString ToStr() const;
-  // Python repr().
+  // Python repr() (same budget rule).
   std::string Repr() const;
-  // Jinja2/Python ==.
+  // Jinja2/Python == (same budget rule; false once the budget ran out).
   bool Equals(const Value& other) const;
   // Python len() for strings (code points), lists, dicts; error otherwise.
   StatusOr<int64_t> Length() const;
@@ -111,6 +125,7 @@ class Value {
   bool b_ = false;
   bool tuple_ = false;
   bool namespace_ = false;
+  uint16_t depth_ = 0;
   int64_t i_ = 0;
   double f_ = 0;
   std::string hint_;
@@ -128,6 +143,9 @@ StatusOr<std::string> ToJson(const Value& v, int indent, const std::string& item
                              const std::string& key_separator, bool sort_keys);
 // Python's str.isspace() for one code point.
 bool IsPySpace(char32_t c);
+// Whether JSON `j` nests arrays and objects deeper than `max_depth` levels
+// (an iterative walk: safe on any depth).
+bool JsonDepthExceeds(const nlohmann::ordered_json& j, int max_depth);
 
 }  // namespace skrull::jinja
 
