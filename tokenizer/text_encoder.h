@@ -31,7 +31,7 @@ struct TextEncoderOptions {
   // A chat template that replaces the model's (spec.data.chatTemplate).
   std::string chat_template;
   // The work budget of rendering one chat (spec.data.templateMax*).
-  jinja::RenderLimits template_limits;
+  jinja::RenderLimits template_limits{};
 };
 
 struct EncodedRecord {

@@ -93,8 +93,10 @@ bool Budget::Enter() {
   return status_.ok();
 }
 
-bool Budget::EnterValue() {
-  if (++value_depth_ > kMaxValueDepth) {
+bool Budget::EnterValue() { return FitsDepth(++value_depth_); }
+
+bool Budget::FitsDepth(int depth) {
+  if (depth > kMaxValueDepth) {
     return Fail("a value is nested deeper than " + Num(kMaxValueDepth) +
                 " levels (or contains itself)");
   }

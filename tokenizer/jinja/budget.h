@@ -90,6 +90,8 @@ class Budget {
   void Leave() { --depth_; }
   bool EnterValue();
   void LeaveValue() { --value_depth_; }
+  // Whether a value built with `depth` levels is within kMaxValueDepth.
+  bool FitsDepth(int depth);
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }

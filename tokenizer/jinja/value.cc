@@ -96,10 +96,7 @@ void ChargeContainer(size_t items, uint16_t depth) {
   Budget* b = Budget::Active();
   if (b == nullptr) return;
   b->BuiltList(items);
-  if (depth > kMaxValueDepth) {
-    b->EnterValue();  // reports the depth
-    b->LeaveValue();
-  }
+  b->FitsDepth(depth);
 }
 
 }  // namespace
