@@ -95,14 +95,15 @@ StatusOr<ReconcileResult> Reconciler::ReconcileJob(const std::string& ns, const 
   const std::string selector = std::string(kLabelJobName) + "=" + name;
   for (const Resource& r :
        {kube::PodsResource(), kube::ServicesResource(), kube::ConfigMapsResource()}) {
-    StatusOr<kube::ListResult> list = api_->List(r, ns, selector);
+    StatusOr<kube::ListResult> list = r.plural == "pods"
+                                          ? api_->ListProjected(r, ns, selector, CompactPod)
+                                          : api_->List(r, ns, selector);
     if (!list.ok()) return list.status().WithContext(where);
     for (json& item : list->items) {
       if (OwnerUid(item) != uid) continue;  // someone else's, or an older job's
       const std::string item_name = item["metadata"].value("name", "");
       if (r.plural == "pods") {
-        o.pods.push_back(CompactPod(item));
-        item = nullptr;  // the whole object goes now, not with the list
+        o.pods.push_back(std::move(item));
       } else if (r.plural == "services" && item_name == ServiceName(name)) {
         o.service = std::move(item);
       } else if (r.plural == "configmaps" && item_name == SpecConfigMapName(name)) {

@@ -4,9 +4,9 @@
 // Observe lists the job's pods, Service and ConfigMap by the label
 // skrull.io/job-name and keeps only those whose controller ownerReference is
 // this job's uid (a re-created job of the same name never adopts the old
-// one's pods). Of each pod it keeps only what Decide reads (CompactPod), so
-// a pass holds a few hundred bytes per pod, not the API server's whole
-// object with its managedFields. Apply creates (AlreadyExists is fine: a previous pass did it),
+// one's pods). Of each pod it keeps only what Decide reads (CompactPod, as
+// each page of the list arrives), so a pass holds a few hundred bytes per
+// pod, not the API server's whole object with its managedFields. Apply creates (AlreadyExists is fine: a previous pass did it),
 // replaces the ConfigMap, deletes pods (NotFound is fine), records Events,
 // and writes .status through the status subresource with a merge patch only
 // when it changed. Running it again on an unchanged world does nothing.
