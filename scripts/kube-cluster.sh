@@ -158,14 +158,25 @@ build_kueue() {
     "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
 }
 
-cmd_build() {
+# The binaries each build target makes.
+built() {
+  case "$1" in
+    kubernetes) [ -x "$(tool kube-apiserver)" ] && [ -x "$(tool kube-controller-manager)" ] &&
+      [ -x "$(tool kube-scheduler)" ] && [ -x "$(tool kubectl)" ] ;;
+    *) [ -x "$(tool "$1")" ] ;;
+  esac
+}
+
+cmd_build() { # cmd_build [kubernetes|etcd|kwok|helm|kueue]... (default: the first four)
+  local start=$SECONDS what=("$@") w missing=()
+  [ ${#what[@]} -eq 0 ] && what=(kubernetes etcd kwok helm)
+  for w in "${what[@]}"; do built "$w" || missing+=("$w"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
   command -v go >/dev/null || die "go not found: install Go >= 1.26 (Debian: golang-1.26 from backports, or the Go module proxy's toolchain)"
   mkdir -p "$bin" "$home/src"
   exec 8>"$home/.build.lock"
   flock 8
-  local start=$SECONDS what=("$@")
-  [ ${#what[@]} -eq 0 ] && what=(kubernetes etcd kwok helm)
-  for w in "${what[@]}"; do "build_$w"; done
+  for w in "${missing[@]}"; do "build_$w"; done
   log "build done in $((SECONDS - start)) s; binaries in $bin"
 }
 
@@ -312,7 +323,7 @@ cmd_up() {
       *) die "up: unknown flag $1 (expected --nodes N)" ;;
     esac
   done
-  cmd_build >&2
+  cmd_build kubernetes etcd kwok >&2
   command -v openssl >/dev/null || die "openssl not found (Debian: apt-get install openssl)"
   if running kube-apiserver; then
     log "already up; \`$0 down\` first to restart"
@@ -419,6 +430,7 @@ cmd_env() {
 
 cmd_test() {
   local build="${SKRULL_BUILD:-$root/build}"
+  cmd_build helm >&2
   cmd_up "$@" >/dev/null
   [ -x "$build/bin/skrull-controller" ] ||
     die "no $build/bin/skrull-controller: build it first (scripts/test.sh, or ninja -C build skrull-controller)"
