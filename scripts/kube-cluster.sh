@@ -7,6 +7,7 @@
 #   scripts/kube-cluster.sh down             # stop everything `up` started, remove its state
 #   scripts/kube-cluster.sh test             # up (if down), run the CTest label `kube`
 #   scripts/kube-cluster.sh env              # print KUBECONFIG=... and the tool paths (for eval)
+#   scripts/kube-cluster.sh restart-apiserver  # stop and start kube-apiserver (the e2e suite's outage)
 #
 # Everything builds from Go modules through the Go module proxy into
 # $SKRULL_KUBE_HOME (default /var/cache/skrull/kube, outside the tree):
@@ -28,7 +29,7 @@
 #     and their tokens, namespaces, node lifecycle, endpoints, ... (all default controllers);
 #   kube-scheduler;
 #   kwok managing N fake nodes (default 4) named kwok-gpu-<i>: `nvidia.com/gpu: 8`
-#     allocatable, label nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3; pods bound to
+#     and `rdma/ib: 8` allocatable, label nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3; pods bound to
 #     them go Running, and finish as docs/deploy.md describes (the kwok stages below).
 #
 # Environment: SKRULL_KUBE_HOME, SKRULL_KUBE_RUN, SKRULL_KUBE_PORT_BASE (default 46440:
@@ -308,11 +309,48 @@ metadata:
     nvidia.com/gpu.product: $GPU_PRODUCT
     nvidia.com/gpu.count: "8"
 status:
-  allocatable: {cpu: "96", memory: 1Ti, pods: "110", nvidia.com/gpu: "8", ephemeral-storage: 1Ti}
-  capacity: {cpu: "96", memory: 1Ti, pods: "110", nvidia.com/gpu: "8", ephemeral-storage: 1Ti}
+  allocatable: {cpu: "96", memory: 1Ti, pods: "110", nvidia.com/gpu: "8", rdma/ib: "8", ephemeral-storage: 1Ti}
+  capacity: {cpu: "96", memory: 1Ti, pods: "110", nvidia.com/gpu: "8", rdma/ib: "8", ephemeral-storage: 1Ti}
   nodeInfo: {architecture: amd64, operatingSystem: linux}
 EOF
   done
+}
+
+start_apiserver() {
+  log "kube-apiserver on https://127.0.0.1:$apiserver_port"
+  start kube-apiserver "$(tool kube-apiserver)" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$apiserver_port" \
+    --cert-dir "$pki" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --client-ca-file "$pki/ca.crt" \
+    --authorization-mode Node,RBAC \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --api-audiences https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
+    --profiling=false --v=1
+  wait_for "kube-apiserver" 180 kubectl_admin get --raw /readyz
+}
+
+stop() { # stop NAME: ends its process group, waiting up to 10 s before SIGKILL
+  local pid i
+  [ -f "$run/$1.pid" ] || return 0
+  pid="$(cat "$run/$1.pid")"
+  kill -TERM -- "-$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  rm -f "$run/$1.pid"
+}
+
+# restart-apiserver: what an API server upgrade or crash looks like to its
+# clients (watches cut, then 410 Gone for old resourceVersions after a compaction).
+cmd_restart_apiserver() {
+  running kube-apiserver || die "not up"
+  stop kube-apiserver
+  start_apiserver
 }
 
 cmd_up() {
@@ -340,19 +378,7 @@ cmd_up() {
     --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
     --initial-cluster "skrull-kube=http://127.0.0.1:$etcd_peer_port" \
     --unsafe-no-fsync --quota-backend-bytes 4294967296 --log-level warn
-  log "kube-apiserver on https://127.0.0.1:$apiserver_port"
-  start kube-apiserver "$(tool kube-apiserver)" \
-    --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$apiserver_port" \
-    --cert-dir "$pki" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
-    --client-ca-file "$pki/ca.crt" \
-    --authorization-mode Node,RBAC \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-    --api-audiences https://kubernetes.default.svc.cluster.local \
-    --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
-    --profiling=false --v=1
-  wait_for "kube-apiserver" 180 kubectl_admin get --raw /readyz
+  start_apiserver
   log "kube-controller-manager, kube-scheduler"
   start kube-controller-manager "$(tool kube-controller-manager)" \
     --kubeconfig "$(kubeconfig_of controller-manager)" \
@@ -389,19 +415,9 @@ cmd_up() {
 readonly COMPONENTS=(kwok kube-scheduler kube-controller-manager kube-apiserver etcd)
 
 cmd_down() {
-  local p pid i
-  for p in "${COMPONENTS[@]}"; do
-    [ -f "$run/$p.pid" ] || continue
-    pid="$(cat "$run/$p.pid")"
-    # Each component leads its own process group (setsid): end the group.
-    kill -TERM -- "-$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.2
-    done
-    kill -KILL -- "-$pid" 2>/dev/null || true
-    rm -f "$run/$p.pid"
-  done
+  local p
+  # Each component leads its own process group (setsid): stop ends the group.
+  for p in "${COMPONENTS[@]}"; do stop "$p"; done
   rm -rf "$run"
   log "down: nothing left running; $run removed"
 }
@@ -445,5 +461,6 @@ case "${1:-}" in
   status) cmd_status ;;
   env) cmd_env ;;
   test) shift; cmd_test "$@" ;;
-  *) die "usage: $0 build|up [--nodes N]|down|status|env|test" ;;
+  restart-apiserver) cmd_restart_apiserver ;;
+  *) die "usage: $0 build|up [--nodes N]|down|status|env|test|restart-apiserver" ;;
 esac

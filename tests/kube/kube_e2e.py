@@ -138,7 +138,7 @@ def condition(status, type_):
     return None
 
 
-def job_yaml(name, nodes=2, procs=8, extra_meta="", run_policy="", annotations=None):
+def job_yaml(name, nodes=2, procs=8, extra_meta="", run_policy="", annotations=None, pod=""):
     ann = "".join(f"\n    {k}: {json.dumps(v)}" for k, v in (annotations or {}).items())
     return f"""apiVersion: skrull.io/v1alpha1
 kind: SkrullJob
@@ -157,7 +157,7 @@ spec:
   training: {{steps: 10, outputDir: /data/runs/{name}}}
   resources: {{gpusPerProc: 1}}
   runPolicy: {{backoffLimit: 2{run_policy}}}
-"""
+{pod}"""
 
 
 # --------------------------------------------------------------------- helm
@@ -398,8 +398,119 @@ def test_start_deadline():
     kubectl("delete", "skrulljob", name, "-n", NS)
 
 
-def test_rbac(kubeconfig, controller):
-    log = controller.text()
+POD_TEMPLATE = """  pod:
+    nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+    tolerations:
+      - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
+    affinity:
+      nodeAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          nodeSelectorTerms:
+            - matchExpressions:
+                - {key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-H100-80GB-HBM3]}
+    priorityClassName: skrull-e2e-high
+    env:
+      - {name: NCCL_IB_HCA, value: mlx5}
+      - {name: NCCL_SOCKET_IFNAME, value: eth0}
+      - name: POD_IP
+        valueFrom: {fieldRef: {fieldPath: status.podIP}}
+    volumes:
+      - {name: scratch, emptyDir: {}}
+    volumeMounts:
+      - {name: scratch, mountPath: /scratch}
+    imagePullSecrets:
+      - {name: regcred}
+    resources:
+      requests: {rdma/ib: "1"}
+      limits: {rdma/ib: "1"}
+    hostNetwork: true
+"""
+
+
+def test_pod_template():
+    name = "templated"
+    kubectl("apply", "-f", "-", input_text="""apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: skrull-e2e-high}
+value: 1000
+""", check_rc=True)
+    kubectl("apply", "-f", "-", input_text=job_yaml(name, nodes=2, annotations={
+        "skrull.io/kwok-exit-code": "0", "skrull.io/kwok-run-duration": "3s"}, pod=POD_TEMPLATE),
+        check_rc=True)
+    running = wait_until("job templated Running",
+                         lambda: job_status(name).get("phase") in ("Running", "Succeeded"), 60)
+    pods = pods_of(name)
+    check("template: the real API server admits the pods of a job using every spec.pod field "
+          "and kube-scheduler binds them", running and len(pods) == 2, job_status(name))
+    spec = pods[0]["spec"] if pods else {}
+    c = spec.get("containers", [{}])[0]
+    env = {e["name"]: e for e in c.get("env", [])}
+    check("template: nodeSelector, tolerations, affinity, priority (from the PriorityClass), "
+          "pull secrets, hostNetwork on the pod",
+          spec.get("nodeSelector", {}).get("nvidia.com/gpu.product") == "NVIDIA-H100-80GB-HBM3"
+          and any(t.get("key") == "nvidia.com/gpu" for t in spec.get("tolerations", []))
+          and "nodeAffinity" in spec.get("affinity", {})
+          and spec.get("priorityClassName") == "skrull-e2e-high" and spec.get("priority") == 1000
+          and spec.get("imagePullSecrets") == [{"name": "regcred"}]
+          and spec.get("hostNetwork") is True, spec)
+    check("template: env, volumes, mounts and rdma/ib on the trainer container",
+          env.get("NCCL_IB_HCA", {}).get("value") == "mlx5" and "valueFrom" in env.get("POD_IP", {})
+          and "SKRULL_NODE_RANK" in env
+          and any(v["name"] == "scratch" for v in spec.get("volumes", []))
+          and any(m["mountPath"] == "/scratch" for m in c.get("volumeMounts", []))
+          and c.get("resources", {}).get("limits", {}).get("rdma/ib") == "1", c)
+    done = wait_until("job templated Succeeded",
+                      lambda: job_status(name).get("phase") == "Succeeded", 60)
+    check("template: the job Succeeded", done, job_status(name))
+    p = kubectl("apply", "--dry-run=server", "-f", "-", input_text=job_yaml(
+        "bad-template", nodes=1, pod="  pod:\n    env: [{name: SKRULL_NODE_RANK, value: '1'}]\n"
+        "    volumes: [{name: storage, emptyDir: {}}]\n"
+        "    resources: {requests: {nvidia.com/gpu: '8'}}\n"))
+    check("template: the CRD refuses the controller's env names, volume names and resources",
+          p.returncode != 0 and "spec.pod.env" in p.stderr and "spec.pod.volumes" in p.stderr
+          and "spec.pod.resources.requests" in p.stderr, p.stderr)
+    kubectl("delete", "skrulljob", name, "-n", NS)
+
+
+def test_apiserver_restart(controller, kubeconfig, workdir):
+    """Returns the controller that runs afterwards (a leader that could not
+    renew its Lease during the outage exits; the Deployment would start a
+    new one, and so does this test)."""
+    name = "outage"
+    kubectl("apply", "-f", "-", input_text=job_yaml(name), check_rc=True)
+    running = wait_until("job outage Running", lambda: job_status(name).get("phase") == "Running",
+                         60)
+    check("outage: the job goes Running", running, job_status(name))
+    start = time.time()
+    p = run(["bash", CLUSTER, "restart-apiserver"], timeout=240)
+    outage_s = time.time() - start
+    check(f"outage: kube-apiserver stopped and started again ({outage_s:.1f} s)", p.returncode == 0,
+          p.stderr[-500:])
+    time.sleep(12)  # past the renew deadline (10 s): the leader renewed or gave up
+    if controller.proc.poll() is not None:
+        check("outage: the leader that could not renew its Lease within the renew deadline exited "
+              "(status 1) for a fresh replica", controller.proc.returncode == 1 and
+              "lost the lease" in controller.text(), controller.text()[-500:])
+        controller.kill()
+        controller = Controller(kubeconfig, os.path.join(workdir, "controller-1b.log"))
+    else:
+        check("outage: the controller rode out the outage", True)
+    for node in (0, 1):
+        kubectl("annotate", "pod", f"{name}-node-{node}-0", "-n", NS,
+                "skrull.io/kwok-exit-code=0", "skrull.io/kwok-run-duration=0s", check_rc=True)
+    done = wait_until("job outage Succeeded", lambda: job_status(name).get("phase") == "Succeeded",
+                      90)
+    st = job_status(name)
+    pods = [p["metadata"]["name"] for p in pods_of(name)]
+    check("outage: after the restart the watches resume and the job Succeeded, no duplicate "
+          "pods, no restart", done and sorted(pods) == [f"{name}-node-0-0", f"{name}-node-1-0"]
+          and st.get("restarts", 0) == 0, (st, pods))
+    kubectl("delete", "skrulljob", name, "-n", NS)
+    return controller
+
+
+def test_rbac(kubeconfig, workdir):
+    log = "".join(open(f).read() for f in glob.glob(os.path.join(workdir, "controller-*.log")))
     forbidden = [line for line in log.splitlines() if "403" in line or "orbidden" in line]
     check("rbac: the controller with the chart's ServiceAccount token got no 403", not forbidden,
           "\n     ".join(forbidden[:5]))
@@ -469,7 +580,9 @@ def main():
         test_life_cycle()
         test_restart_on_oom()
         test_start_deadline()
-        test_rbac(kc, controller)
+        test_pod_template()
+        controller = test_apiserver_restart(controller, kc, workdir)
+        test_rbac(kc, workdir)
         test_helm_upgrade(deployment)
         second = test_leader_takeover(kc, controller, workdir)
     finally:
