@@ -62,6 +62,12 @@ auto Fields(const RunPolicy& r) {
                   r.ttl_seconds_after_finished, r.clean_pod_policy, r.suspend);
 }
 
+auto Fields(const PodTemplateSpec& p) {
+  return std::tie(p.node_selector, p.tolerations, p.affinity, p.priority_class_name,
+                  p.scheduler_name, p.env, p.env_names, p.volumes, p.volume_names, p.volume_mounts,
+                  p.volume_mount_names, p.image_pull_secrets, p.requests, p.limits, p.host_network);
+}
+
 template <typename T>
 bool Same(const T& a, const T& b) {
   return Fields(a) == Fields(b);
@@ -117,8 +123,10 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          Same(a.parallelism, b.parallelism) && Same(a.scheduler, b.scheduler) &&
          Same(a.training, b.training) && Same(a.metrics, b.metrics) &&
          Same(a.resources, b.resources) && Same(a.image, b.image) && Same(a.tuning, b.tuning) &&
-         Same(a.run_policy, b.run_policy) && Same(a.storage, b.storage);
+         Same(a.run_policy, b.run_policy) && Same(a.storage, b.storage) && Same(a.pod, b.pod);
 }
+
+bool PodTemplateSpec::Empty() const { return Fields(*this) == Fields(PodTemplateSpec{}); }
 
 std::string OutputDirOf(const JobSpec& spec) {
   if (!spec.training.output_dir.empty()) return spec.training.output_dir;

@@ -58,7 +58,9 @@ inline constexpr char kKind[] = "SkrullJob";
 // and nothing sized from them (the sampler's global batch, packed-batch
 // offsets, LoRA matrices, one JSONL line) asks for more memory than a machine
 // has. docs/job-spec.md lists them with each field.
-inline constexpr int kMaxNodes = 65536;
+// Nodes are pods on Kubernetes: 8192 pods of 8 GPUs reach the world-size
+// bound, and bound what one job costs the API server and the controller.
+inline constexpr int kMaxNodes = 8192;
 inline constexpr int kMaxProcsPerNode = 1024;
 // Shared with the scheduler (scheduler/limits.h): kMaxWorldSize (nodes x
 // procsPerNode; also bounds DP and CP), kMaxBucketSizeTokens (1024M) and
@@ -253,6 +255,33 @@ struct StorageSpec {
   bool read_only = false;            // the outputDir must then be elsewhere
 };
 
+// Kubernetes only: what every trainer pod gets beyond what the controller
+// writes (docs/job-spec.md, spec.pod). Objects Kubernetes defines are kept
+// as JSON text as written (MapReader::ReadObject); the API server checks
+// them against its own schema when the controller creates the pods.
+struct PodTemplateSpec {
+  std::map<std::string, std::string> node_selector;  // YAML: nodeSelector
+  std::string tolerations;                           // JSON list of core/v1 Toleration; "" = none
+  std::string affinity;                              // JSON core/v1 Affinity; "" = none
+  std::string priority_class_name;     // YAML: priorityClassName; "" = the cluster's default
+  std::string scheduler_name;          // YAML: schedulerName; "" = default-scheduler
+  std::string env;                     // JSON list of core/v1 EnvVar for the trainer container
+  std::vector<std::string> env_names;  // their names, in order (for validation)
+  std::string volumes;                 // JSON list of core/v1 Volume
+  std::vector<std::string> volume_names;
+  std::string volume_mounts;  // YAML: volumeMounts; JSON list of VolumeMount (trainer container)
+  std::vector<std::string> volume_mount_names;  // the volumes they mount, in order
+  std::string image_pull_secrets;               // YAML: imagePullSecrets; JSON list of {name}
+  // YAML: resources.{requests,limits}: extra resources of the trainer
+  // container (rdma/ib, hugepages-2Mi, ...); cpu, memory and nvidia.com/gpu
+  // come from spec.resources.
+  std::map<std::string, std::string> requests;
+  std::map<std::string, std::string> limits;
+  bool host_network = false;  // YAML: hostNetwork
+
+  bool Empty() const;
+};
+
 struct JobSpec {
   // metadata
   std::string name;                                // required; DNS-1123 label
@@ -271,6 +300,7 @@ struct JobSpec {
   TuningSpec tuning;
   RunPolicy run_policy;  // YAML: runPolicy
   StorageSpec storage;
+  PodTemplateSpec pod;  // YAML: pod
   // Directory that relative paths were resolved against ("" when parsed from a string).
   std::string source_dir;
 };

@@ -124,6 +124,23 @@ void ParseStorage(MapReader& m, StorageSpec* s) {
   m.Read("readOnly", &s->read_only);
 }
 
+void ParsePod(MapReader& m, PodTemplateSpec* p) {
+  m.ReadStringMap("nodeSelector", &p->node_selector);
+  m.ReadObject("tolerations", /*list=*/true, nullptr, &p->tolerations);
+  m.ReadObject("affinity", /*list=*/false, nullptr, &p->affinity);
+  m.Read("priorityClassName", &p->priority_class_name);
+  m.Read("schedulerName", &p->scheduler_name);
+  m.ReadObject("env", /*list=*/true, "name", &p->env, &p->env_names);
+  m.ReadObject("volumes", /*list=*/true, "name", &p->volumes, &p->volume_names);
+  m.ReadObject("volumeMounts", /*list=*/true, "name", &p->volume_mounts, &p->volume_mount_names);
+  m.ReadObject("imagePullSecrets", /*list=*/true, "name", &p->image_pull_secrets);
+  MapReader resources = m.Child("resources");
+  resources.ReadStringMap("requests", &p->requests);
+  resources.ReadStringMap("limits", &p->limits);
+  resources.Finish();
+  m.Read("hostNetwork", &p->host_network);
+}
+
 // Reads `key` of `parent` as a mapping with `parse` and finishes it.
 template <typename T>
 void ParseSection(MapReader& parent, const char* key, void (*parse)(MapReader&, T*), T* out) {
@@ -163,6 +180,7 @@ ParsedJobSpec ParseJobSpec(const YAML::Node& doc, Diagnostics* diag) {
   ParseSection(spec, "tuning", ParseTuning, &s.tuning);
   ParseSection(spec, "runPolicy", ParseRunPolicy, &s.run_policy);
   ParseSection(spec, "storage", ParseStorage, &s.storage);
+  ParseSection(spec, "pod", ParsePod, &s.pod);
   spec.Finish();
   root.Ignore("status");
   root.Finish();

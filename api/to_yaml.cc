@@ -65,6 +65,13 @@ class Writer {
     out_ << YAML::EndSeq;
     return *this;
   }
+  // `json`: JSON text from MapReader::ReadObject. Its strings stay strings
+  // (quoted where a reader would take them for something else).
+  Writer& Object(const char* key, const std::string& json) {
+    out_ << YAML::Key << key << YAML::Value;
+    Node(YAML::Load(json));
+    return *this;
+  }
   Writer& Begin(const char* key) {
     out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
     return *this;
@@ -79,6 +86,29 @@ class Writer {
   }
 
  private:
+  void Node(const YAML::Node& n) {
+    if (n.IsMap()) {
+      out_ << YAML::BeginMap;
+      for (const auto& pair : n) {
+        out_ << YAML::Key;
+        Scalar(pair.first.Scalar());
+        out_ << YAML::Value;
+        Node(pair.second);
+      }
+      out_ << YAML::EndMap;
+    } else if (n.IsSequence()) {
+      if (n.size() == 0) out_ << YAML::Flow;
+      out_ << YAML::BeginSeq;
+      for (size_t i = 0; i < n.size(); ++i) Node(n[i]);
+      out_ << YAML::EndSeq;
+    } else if (n.IsScalar() && n.Tag() == "!") {  // a JSON string
+      Scalar(n.Scalar());
+    } else if (n.IsScalar()) {  // a JSON number or boolean
+      out_ << n.Scalar();
+    } else {
+      out_ << YAML::Null;
+    }
+  }
   void Scalar(const std::string& s) {
     if (LooksTyped(s)) out_ << YAML::DoubleQuoted;
     out_ << s;
@@ -218,6 +248,29 @@ std::string ToYaml(const JobSpec& s) {
       .Str("mountPath", s.storage.mount_path)
       .Bool("readOnly", s.storage.read_only)
       .End();
+
+  // Only when set, as zeroStage: JobSpecHash of jobs without it is unchanged.
+  const PodTemplateSpec& pod = s.pod;
+  if (!pod.Empty()) {
+    w.Begin("pod");
+    if (!pod.node_selector.empty()) w.Map("nodeSelector", pod.node_selector);
+    if (!pod.tolerations.empty()) w.Object("tolerations", pod.tolerations);
+    if (!pod.affinity.empty()) w.Object("affinity", pod.affinity);
+    if (!pod.priority_class_name.empty()) w.Str("priorityClassName", pod.priority_class_name);
+    if (!pod.scheduler_name.empty()) w.Str("schedulerName", pod.scheduler_name);
+    if (!pod.env.empty()) w.Object("env", pod.env);
+    if (!pod.volumes.empty()) w.Object("volumes", pod.volumes);
+    if (!pod.volume_mounts.empty()) w.Object("volumeMounts", pod.volume_mounts);
+    if (!pod.image_pull_secrets.empty()) w.Object("imagePullSecrets", pod.image_pull_secrets);
+    if (!pod.requests.empty() || !pod.limits.empty()) {
+      w.Begin("resources");
+      if (!pod.requests.empty()) w.Map("requests", pod.requests);
+      if (!pod.limits.empty()) w.Map("limits", pod.limits);
+      w.End();
+    }
+    if (pod.host_network) w.Bool("hostNetwork", true);
+    w.End();
+  }
 
   w.End();  // spec
   return w.Finish();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -365,6 +367,81 @@ void CheckStorage(const StorageSpec& s, Checker& c) {
   }
 }
 
+// Names the controller gives its own volumes and env vars in trainer pods
+// (controller/reconcile/desired.cc, trainer/dist/env.h).
+constexpr const char* kControllerVolumes[] = {"job-spec", "dshm", "storage"};
+constexpr char kControllerEnvPrefix[] = "SKRULL_";
+// Resources spec.resources sets; spec.pod.resources adds others.
+constexpr const char* kSpecResources[] = {"cpu", "memory", "nvidia.com/gpu"};
+
+template <size_t N>
+bool OneOf(const std::string& s, const char* const (&names)[N]) {
+  return std::find(std::begin(names), std::end(names), s) != std::end(names);
+}
+
+void CheckPodResources(const std::string& path, const std::map<std::string, std::string>& map,
+                       Checker& c) {
+  for (const auto& [name, quantity] : map) {
+    const std::string entry = path + "[" + Abbreviate(name) + "]";
+    if (OneOf(name, kSpecResources)) {
+      c.Error(entry, "set " + name + " in spec.resources (cpu, memory, gpusPerProc), not here");
+      continue;
+    }
+    std::string problem = CheckLabelKey(name);
+    if (!problem.empty()) c.Error(entry, "resource name " + problem + " (got " + Quote(name) + ")");
+    c.Syntax(entry, quantity, CheckQuantity);
+  }
+}
+
+void CheckPod(const JobSpec& s, Checker& c) {
+  const PodTemplateSpec& p = s.pod;
+  const std::string base = "spec.pod.";
+  CheckStringMap(base + "nodeSelector", p.node_selector, /*check_values=*/true, c);
+  if (!p.priority_class_name.empty()) {
+    c.Syntax(base + "priorityClassName", p.priority_class_name, CheckDns1123Label);
+  }
+  if (!p.scheduler_name.empty()) {
+    c.Syntax(base + "schedulerName", p.scheduler_name, CheckDns1123Label);
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < p.env_names.size(); ++i) {
+    const std::string& name = p.env_names[i];
+    const std::string path = base + "env[" + std::to_string(i) + "].name";
+    if (name.rfind(kControllerEnvPrefix, 0) == 0) {
+      c.Error(path, std::string(kControllerEnvPrefix) +
+                        "* variables are set by the controller for the launcher (got " +
+                        Quote(name) + ")");
+    } else if (!seen.insert(name).second) {
+      c.Error(path, "duplicate variable " + Quote(name));
+    }
+  }
+  std::set<std::string> volumes;
+  for (size_t i = 0; i < p.volume_names.size(); ++i) {
+    const std::string& name = p.volume_names[i];
+    const std::string path = base + "volumes[" + std::to_string(i) + "].name";
+    if (OneOf(name, kControllerVolumes)) {
+      c.Error(path,
+              "job-spec, dshm and storage are the controller's volumes; choose another "
+              "name (got " +
+                  Quote(name) + ")");
+    } else if (!volumes.insert(name).second) {
+      c.Error(path, "duplicate volume " + Quote(name));
+    } else {
+      c.Syntax(path, name, CheckDns1123Label);
+    }
+  }
+  for (size_t i = 0; i < p.volume_mount_names.size(); ++i) {
+    const std::string& name = p.volume_mount_names[i];
+    const bool controllers = (name == "storage" && !s.storage.claim_name.empty());
+    if (volumes.count(name) == 0 && !controllers) {
+      c.Error(base + "volumeMounts[" + std::to_string(i) + "].name",
+              "names no volume of spec.pod.volumes (got " + Quote(name) + ")");
+    }
+  }
+  CheckPodResources(base + "resources.requests", p.requests, c);
+  CheckPodResources(base + "resources.limits", p.limits, c);
+}
+
 }  // namespace
 
 void CollectValidationErrors(const ParsedJobSpec& parsed, Diagnostics* diag) {
@@ -384,6 +461,7 @@ void CollectValidationErrors(const ParsedJobSpec& parsed, Diagnostics* diag) {
   CheckTuning(s.tuning, c);
   CheckRunPolicy(s.run_policy, c);
   CheckStorage(s.storage, c);
+  CheckPod(s, c);
 }
 
 }  // namespace skrull::api

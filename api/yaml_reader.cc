@@ -2,12 +2,15 @@
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
+#include <nlohmann/json.hpp>
 
 #include <sstream>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace skrull::api {
@@ -505,6 +508,110 @@ void MapReader::ReadStringMap(std::string_view key, std::map<std::string, std::s
     }
   }
   *out = std::move(items);
+}
+
+namespace {
+
+// `s` as a JSON string; bytes that are not UTF-8 become U+FFFD.
+void AppendJsonString(const std::string& s, std::string* out) {
+  *out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A plain scalar JSON would write without quotes: a JSON number, true,
+// false or null.
+std::optional<std::string> PlainJsonScalar(const std::string& s) {
+  if (s == "true" || s == "false") return s;
+  if (s.empty() || s == "~" || s == "null") return std::string("null");
+  int64_t i = 0;
+  bool out_of_range = false;
+  if (ParseInt64(s, &i, &out_of_range)) return std::to_string(i);
+  const bool numeric = std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' ||
+           c == '-' || c == '+';
+  });
+  double d = 0;
+  if (numeric && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-') &&
+      ParseDouble(s, &d)) {
+    return FormatDouble(d);
+  }
+  return std::nullopt;
+}
+
+void AppendJson(const YAML::Node& node, std::string* out) {
+  if (node.IsMap()) {
+    *out += '{';
+    bool first = true;
+    for (const auto& pair : node) {
+      if (!first) *out += ',';
+      first = false;
+      AppendJsonString(pair.first.IsScalar() ? pair.first.Scalar() : "", out);
+      *out += ':';
+      AppendJson(pair.second, out);
+    }
+    *out += '}';
+  } else if (node.IsSequence()) {
+    *out += '[';
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (i > 0) *out += ',';
+      AppendJson(node[i], out);
+    }
+    *out += ']';
+  } else if (node.IsScalar()) {
+    std::optional<std::string> plain;
+    if (node.Tag() != "!") plain = PlainJsonScalar(node.Scalar());  // "!": quoted in the YAML
+    if (plain) {
+      *out += *plain;
+    } else {
+      AppendJsonString(node.Scalar(), out);
+    }
+  } else {
+    *out += "null";
+  }
+}
+
+}  // namespace
+
+std::string YamlToJson(const YAML::Node& node) {
+  std::string out;
+  AppendJson(node, &out);
+  return out;
+}
+
+void MapReader::ReadObject(std::string_view key, bool list, const char* required_key,
+                           std::string* out, std::vector<std::string>* names) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  if (list ? !e->value.IsSequence() : !e->value.IsMap()) {
+    Reject(*e, std::string("expected ") + (list ? "a list of mappings" : "a mapping") + ", got " +
+                   DescribeValue(e->value));
+    return;
+  }
+  bool ok = true;
+  std::vector<std::string> found;
+  const std::string path = PathOf(key);
+  for (size_t i = 0; list && i < e->value.size(); ++i) {
+    const YAML::Node item = e->value[i];
+    const std::string item_path = path + "[" + std::to_string(i) + "]";
+    if (!item.IsMap()) {
+      diag_->Add(PositionOf(item), item_path, "expected a mapping, got " + DescribeValue(item));
+      ok = false;
+      continue;
+    }
+    if (required_key == nullptr) continue;
+    const YAML::Node value = item[required_key];
+    if (!value.IsDefined() || !value.IsScalar() || value.Scalar().empty()) {
+      diag_->Add(PositionOf(item), item_path + "." + required_key, "required: a non-empty string");
+      ok = false;
+      continue;
+    }
+    found.push_back(value.Scalar());
+  }
+  if (!ok) {
+    index_->invalid.insert(path);
+    return;
+  }
+  *out = YamlToJson(e->value);
+  if (names != nullptr) *names = std::move(found);
 }
 
 MapReader MapReader::Child(std::string_view key) {

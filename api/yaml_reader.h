@@ -116,6 +116,15 @@ class MapReader {
   // A mapping of scalar keys to scalar values. Entry paths are `<key>[<k>]`.
   void ReadStringMap(std::string_view key, std::map<std::string, std::string>* out);
 
+  // A Kubernetes object kept as written (spec.pod's affinity, tolerations,
+  // env, volumes, ...), as JSON text: a mapping, or with `list` a list of
+  // mappings. Plain scalars true/false, null (~, empty) and numbers become
+  // JSON's; every other scalar, and every quoted one, a string. With
+  // `required_key`, each list element must have it as a string
+  // ("<key>[i].<required_key>: required"); `names` (optional) receives
+  // those values in order. Absent or null leaves `*out` untouched.
+  void ReadObject(std::string_view key, bool list, const char* required_key, std::string* out,
+                  std::vector<std::string>* names = nullptr);
   // A nested mapping. Absent or null reads as empty; another type is reported
   // and reads as empty.
   MapReader Child(std::string_view key);
@@ -153,6 +162,10 @@ class MapReader {
 };
 
 SourcePos PositionOf(const YAML::Node& node);
+
+// `node` as JSON text, by the scalar rules of MapReader::ReadObject. Map keys
+// keep the document's order.
+std::string YamlToJson(const YAML::Node& node);
 
 }  // namespace skrull::api
 

@@ -239,6 +239,8 @@ int RunServe(const ServeFlags& flags, const Environment& env, const std::atomic<
   options.reconciler.default_trainer_image = flags.trainer_image;
   options.reconciler.trainer_service_account = flags.trainer_service_account;
   options.reconciler.pod_security = PodSecurity(flags.trainer_pod);
+  options.reconciler.max_world_size = flags.max_world_size;
+  options.reconciler.max_pod_creates_per_pass = flags.pod_create_batch;
   tuner::HttpPrometheusApi* prometheus_api = nullptr;  // owned by the reconciler's functions
   if (!flags.prometheus_url.empty()) {
     StatusOr<std::unique_ptr<tuner::HttpPrometheusApi>> prometheus =
@@ -295,7 +297,7 @@ int RunServe(const ServeFlags& flags, const Environment& env, const std::atomic<
              : !flags.watch_namespace.empty() ? flags.watch_namespace
                                               : config->default_namespace;
   lease.name = flags.lease_name;
-  lease.identity = env.pod_name.empty() ? "skrull-controller" : env.pod_name;
+  lease.identity = UniqueIdentity(env.pod_name);
   LeaderElector elector(api->get(), lease);
   std::atomic<bool> work_stop{false};
   std::thread worker;

@@ -107,6 +107,14 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
       ->check(CLI::Range(1, 86400));
   serve_cmd->add_option("--workers", serve.workers, "jobs reconciled at once")
       ->check(CLI::Range(1, 64));
+  serve_cmd
+      ->add_option("--max-world-size", serve.max_world_size,
+                   "fail jobs of more ranks (nodes x procsPerNode) than this")
+      ->check(CLI::Range(1, api::kMaxWorldSize));
+  serve_cmd
+      ->add_option("--pod-create-batch", serve.pod_create_batch,
+                   "pods created per reconcile pass at most")
+      ->check(CLI::Range(1, 10000));
   serve_cmd->add_option("--prometheus-url", serve.prometheus_url,
                         "Prometheus for status.progress and tuning (default: none)");
   serve_cmd->add_option("--prometheus-window", serve.prometheus_window,

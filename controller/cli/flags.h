@@ -15,7 +15,8 @@
 //       [--leader-elect] [--lease-namespace NS] [--lease-name NAME]
 //       [--trainer-image IMG] [--trainer-service-account SA]
 //       [--trainer-ipc-lock] [--trainer-shared-memory] [--resync-seconds 30]
-//       [--workers 2] [--prometheus-url URL] [--prometheus-window 1h]
+//       [--workers 2] [--max-world-size 65536] [--pod-create-batch 64]
+//       [--prometheus-url URL] [--prometheus-window 1h]
 //       The Kubernetes operator: in-cluster credentials unless --kubeconfig.
 //
 // Parsed with CLI11: flags take their value as the next argument or after
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "api/job_spec.h"
 #include "common/status.h"
 
 namespace skrull::controller::cli {
@@ -75,6 +77,11 @@ struct ServeFlags {
   TrainerPodFlags trainer_pod;
   int resync_seconds = 30;
   int workers = 2;
+  // Jobs of more ranks than this are Failed (TooLarge) before any pod
+  // exists; an administrator's bound on what one job may cost the cluster
+  // and this controller. The CRD's own bound is api::kMaxWorldSize.
+  int max_world_size = api::kMaxWorldSize;
+  int pod_create_batch = 64;   // pods created per reconcile pass at most
   std::string prometheus_url;  // "" = no tuning from metrics on Kubernetes
   std::string prometheus_window = "1h";
 };

@@ -222,8 +222,10 @@ struct HttpKubeApi::Impl {
     return parsed;
   }
 
+  // `project`: applied to each item as its page arrives (null: kept whole).
   StatusOr<ListResult> ListPages(const Resource& r, const std::string& ns,
-                                 const std::string& label_selector, int page_size);
+                                 const std::string& label_selector, int page_size,
+                                 const std::function<json(const json&)>& project = nullptr);
 };
 
 HttpKubeApi::HttpKubeApi(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -286,8 +288,8 @@ StatusOr<json> HttpKubeApi::Get(const Resource& r, const std::string& ns, const 
 }
 
 StatusOr<ListResult> HttpKubeApi::Impl::ListPages(const Resource& r, const std::string& ns,
-                                                  const std::string& label_selector,
-                                                  int page_size) {
+                                                  const std::string& label_selector, int page_size,
+                                                  const std::function<json(const json&)>& project) {
   ListResult result;
   std::string continue_token;
   do {
@@ -301,7 +303,9 @@ StatusOr<ListResult> HttpKubeApi::Impl::ListPages(const Resource& r, const std::
       return UnavailableError(Where("GET", target) + ": the list's items are not an array");
     }
     if (items.is_array()) {
-      for (const json& item : items) result.items.push_back(WithKind(r, item));
+      for (const json& item : items) {
+        result.items.push_back(project ? project(WithKind(r, item)) : WithKind(r, item));
+      }
     }
     const json& meta = (*page)["metadata"];
     if (result.resource_version.empty())
@@ -317,6 +321,15 @@ StatusOr<ListResult> HttpKubeApi::List(const Resource& r, const std::string& ns,
   if (!IsExpired(list.status())) return list;
   // A continue token outlived the server's history: start over in one page.
   return impl_->ListPages(r, ns, label_selector, 1 << 30);
+}
+
+StatusOr<ListResult> HttpKubeApi::ListProjected(const Resource& r, const std::string& ns,
+                                                const std::string& label_selector,
+                                                const std::function<json(const json&)>& project) {
+  StatusOr<ListResult> list =
+      impl_->ListPages(r, ns, label_selector, impl_->config.list_page_size, project);
+  if (!IsExpired(list.status())) return list;
+  return impl_->ListPages(r, ns, label_selector, 1 << 30, project);
 }
 
 StatusOr<json> HttpKubeApi::Create(const Resource& r, const std::string& ns, const json& object) {

@@ -54,6 +54,9 @@ class HttpKubeApi : public KubeApi {
   HttpKubeApi& operator=(const HttpKubeApi&) = delete;
 
   StatusOr<json> Get(const Resource& r, const std::string& ns, const std::string& name) override;
+  StatusOr<ListResult> ListProjected(const Resource& r, const std::string& ns,
+                                     const std::string& label_selector,
+                                     const std::function<json(const json&)>& project) override;
   StatusOr<ListResult> List(const Resource& r, const std::string& ns,
                             const std::string& label_selector) override;
   StatusOr<json> Create(const Resource& r, const std::string& ns, const json& object) override;

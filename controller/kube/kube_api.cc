@@ -30,6 +30,15 @@ const char* WatchEventTypeName(WatchEvent::Type type) {
   return "BOOKMARK";
 }
 
+StatusOr<ListResult> KubeApi::ListProjected(const Resource& r, const std::string& ns,
+                                            const std::string& label_selector,
+                                            const std::function<json(const json&)>& project) {
+  StatusOr<ListResult> list = List(r, ns, label_selector);
+  if (!list.ok()) return list;
+  for (json& item : list->items) item = project(item);
+  return list;
+}
+
 namespace {
 
 bool HasHttpPart(const Status& s, const std::string& part) {

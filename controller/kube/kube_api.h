@@ -88,6 +88,13 @@ class KubeApi {
   // All pages (limit/continue handled inside).
   virtual StatusOr<ListResult> List(const Resource& r, const std::string& ns,
                                     const std::string& label_selector) = 0;
+  // List keeping only `project(item)` of each item. HttpKubeApi projects
+  // each page as it arrives, so at most one page of whole objects is in
+  // memory (a controller listing thousands of pods holds what it reads of
+  // them, not the API server's objects). The default lists, then projects.
+  virtual StatusOr<ListResult> ListProjected(const Resource& r, const std::string& ns,
+                                             const std::string& label_selector,
+                                             const std::function<json(const json&)>& project);
   // POST; returns the object as stored (uid, resourceVersion, ...).
   virtual StatusOr<json> Create(const Resource& r, const std::string& ns, const json& object) = 0;
   // PUT of the whole object; object.metadata.resourceVersion must be the one

@@ -21,6 +21,18 @@ constexpr const char* kPhases[] = {kPhasePending,   kPhaseRunning, kPhaseRestart
 
 std::string KeyOf(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
+// The fields of a listed object Enqueue reads.
+kube::json KeyFields(const kube::json& object) {
+  const kube::json meta = object.value("metadata", kube::json::object());
+  kube::json labels = kube::json::object();
+  const kube::json all = meta.value("labels", kube::json::object());
+  if (all.contains(kLabelJobName)) labels[kLabelJobName] = all[kLabelJobName];
+  return {{"metadata",
+           {{"namespace", meta.value("namespace", "")},
+            {"name", meta.value("name", "")},
+            {"labels", labels}}}};
+}
+
 void SleepUnless(const std::atomic<bool>& stop, std::chrono::milliseconds d) {
   const auto until = std::chrono::steady_clock::now() + d;
   while (!stop && std::chrono::steady_clock::now() < until) {
@@ -101,7 +113,9 @@ void Controller::WatchLoop(const kube::Resource& resource, const std::string& se
     backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
   };
   while (!stop) {
-    StatusOr<kube::ListResult> list = api_->List(resource, options_.watch_namespace, selector);
+    // Only what Enqueue reads: a relist of thousands of pods holds their keys.
+    StatusOr<kube::ListResult> list =
+        api_->ListProjected(resource, options_.watch_namespace, selector, KeyFields);
     if (!list.ok()) {
       std::cerr << "skrull-controller: list " << resource.plural << ": " << list.status() << "\n";
       restarts.Increment();

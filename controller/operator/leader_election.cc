@@ -1,11 +1,20 @@
 #include "controller/operator/leader_election.h"
 
 #include <cstdio>
+#include <random>
 #include <thread>
 
 #include "controller/reconcile/decide.h"
 
 namespace skrull::controller {
+
+std::string UniqueIdentity(const std::string& base) {
+  std::random_device device;
+  std::mt19937_64 rng((uint64_t{device()} << 32) ^ device());
+  char suffix[17];
+  std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(rng()));
+  return (base.empty() ? std::string("skrull-controller") : base) + "_" + suffix;
+}
 
 std::string FormatMicroTime(std::chrono::system_clock::time_point t) {
   std::string s = FormatTime(t);  // ...:SSZ

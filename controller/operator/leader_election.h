@@ -25,7 +25,7 @@ namespace skrull::controller {
 struct LeaseOptions {
   std::string ns;  // the controller's own namespace
   std::string name = "skrull-controller";
-  std::string identity;  // unique per replica, e.g. the pod name
+  std::string identity;  // unique per replica: UniqueIdentity(pod name)
   std::chrono::seconds lease_duration{15};
   std::chrono::seconds renew_deadline{10};
   std::chrono::seconds retry_period{2};
@@ -66,6 +66,13 @@ class LeaderElector {
   SteadyClock::time_point observed_at_{};
   bool leading_ = false;
 };
+
+// `base` (a pod or host name; "skrull-controller" when empty) + "_" + 16
+// random hex digits: a holder identity unique to this process, so two
+// replicas that share a host name, or run without POD_NAME, never both
+// believe they hold the Lease. client-go's leader election does the same
+// (hostname + "_" + a UUID).
+std::string UniqueIdentity(const std::string& base);
 
 // "2026-11-23T10:00:01.000000Z": a Kubernetes MicroTime.
 std::string FormatMicroTime(std::chrono::system_clock::time_point t);

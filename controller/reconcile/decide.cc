@@ -442,8 +442,9 @@ void FailInvalidSpec(const std::string& message, const std::vector<PodView>& pod
 
 // Applies a running job's Outcome: pods stopped or started, the status.
 void Apply(const Outcome& out, const AttemptView& a, const std::vector<PodView>& pods,
-           const DesiredObjects& desired, const api::JobSpec& spec, Clock::time_point now,
+           const JobObservation& o, const JobContext& ctx, const api::JobSpec& spec,
            StatusBuilder& sb, Decision* d) {
+  const Clock::time_point now = o.now;
   JobStatus& status = sb.status();
   if (out.stop_attempt) DeleteLive(a.Pods(), d);
   d->attempt_ended = out.ended;
@@ -454,10 +455,17 @@ void Apply(const Outcome& out, const AttemptView& a, const std::vector<PodView>&
   }
   if (out.mark_started) status.start_time = now;
   if (out.start_missing) {
-    for (size_t node = 0; node < a.by_node.size(); ++node) {
-      if (a.by_node[node] == nullptr) d->create.push_back(desired.pods[node]);
+    // In bounded batches: the status says what exists after this pass, and
+    // the next pass (soon) creates the next batch.
+    const int batch = std::max(1, o.max_pod_creates_per_pass);
+    int created = 0;
+    for (size_t node = 0; node < a.by_node.size() && created < batch; ++node) {
+      if (a.by_node[node] != nullptr) continue;
+      d->create.push_back(BuildPod(spec, ctx, static_cast<int>(node)));
+      ++created;
     }
-    status.nodes->missing = 0;  // created now: the status says what exists after
+    status.nodes->missing = a.counts.missing - created;
+    if (status.nodes->missing > 0) RequeueWithin(kPodBatchRequeue, &d->requeue_after);
   }
   if (!out.phase.empty()) sb.Transition(out.phase, out.reason, out.message, out.warning, d);
   if (out.finished) Finished(spec, pods, status, now, d);
@@ -501,8 +509,20 @@ Decision Decide(const JobObservation& o) {
     return Finish(observed, sb, std::move(d));
   }
 
+  const int64_t world = int64_t{spec->parallelism.nodes} * spec->parallelism.procs_per_node;
+  if (world > o.max_world_size) {
+    sb.Transition(kPhaseFailed, kReasonTooLarge,
+                  "spec.parallelism: nodes (" + std::to_string(spec->parallelism.nodes) +
+                      ") x procsPerNode (" + std::to_string(spec->parallelism.procs_per_node) +
+                      ") = " + std::to_string(world) + " ranks; this controller runs jobs of at " +
+                      "most " + std::to_string(o.max_world_size) +
+                      " (skrull-controller serve --max-world-size)",
+                  true, &d);
+    DeleteLive(All(pods), &d);
+    return Finish(observed, sb, std::move(d));
+  }
   const JobContext ctx = AttemptContext(o, *spec, status);
-  StatusOr<DesiredObjects> desired = BuildDesired(*spec, ctx);
+  StatusOr<DesiredObjects> desired = BuildDesiredChildren(*spec, ctx);
   if (!desired.ok()) {
     FailInvalidSpec(desired.status().message(), pods, sb, &d);
     return Finish(observed, sb, std::move(d));
@@ -516,7 +536,7 @@ Decision Decide(const JobObservation& o) {
   d.delete_pods.insert(d.delete_pods.end(), attempt.older_live.begin(), attempt.older_live.end());
   status.nodes = attempt.counts;
   const Outcome outcome = ComputePhase(attempt, *spec, status, o.now);
-  Apply(outcome, attempt, pods, *desired, *spec, o.now, sb, &d);
+  Apply(outcome, attempt, pods, o, ctx, *spec, sb, &d);
   return Finish(observed, sb, std::move(d));
 }
 

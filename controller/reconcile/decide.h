@@ -18,7 +18,9 @@
 //   (next attempt, resuming from the newest checkpoint) until
 //   runPolicy.backoffLimit, then Failed; Failed also for a pod not Running
 //   within startDeadlineSeconds, activeDeadlineSeconds passed, or an invalid
-//   spec; Suspended while runPolicy.suspend. Failed pods stay for their logs.
+//   spec, or nodes x procsPerNode over max_world_size (TooLarge); Suspended
+//   while runPolicy.suspend. Failed pods stay for their logs. Missing pods
+//   are created max_pod_creates_per_pass at a time, in node order.
 // Terminal phases apply cleanPodPolicy and ttlSecondsAfterFinished.
 // Conditions (metav1.Condition shape) mirror the phase: Created, Running,
 // Restarting, Succeeded, Failed, Suspended; lastTransitionTime changes only
@@ -39,6 +41,13 @@
 
 namespace skrull::controller {
 
+// Pods one pass creates at most: a job of many nodes is started over several
+// passes, its status written after each, so no pass holds more than this
+// many pods' JSON (the controller's memory per job stays bounded).
+inline constexpr int kDefaultMaxPodCreatesPerPass = 64;
+// How soon the next pass runs when a pass left pods to create.
+inline constexpr std::chrono::seconds kPodBatchRequeue{1};
+
 struct JobObservation {
   json job;                        // the SkrullJob as read (metadata, spec, status)
   std::vector<json> pods;          // pods it owns (any attempt)
@@ -49,6 +58,11 @@ struct JobObservation {
   std::string default_trainer_image;
   std::string trainer_service_account;
   TrainerPodSecurity pod_security;
+  // A job with nodes x procsPerNode above this is Failed (reason TooLarge)
+  // before any pod exists (skrull-controller serve --max-world-size).
+  int max_world_size = api::kMaxWorldSize;
+  // Pods created per pass at most (>= 1); see kDefaultMaxPodCreatesPerPass.
+  int max_pod_creates_per_pass = kDefaultMaxPodCreatesPerPass;
 };
 
 struct JobEvent {

@@ -8,11 +8,24 @@ namespace {
 
 namespace env = skrull::dist::env;
 
-json Labels(const std::string& job) {
-  return {{kLabelName, "skrull"},
-          {kLabelComponent, "trainer"},
-          {kLabelManagedBy, kManagedByValue},
-          {kLabelJobName, job}};
+json Labels(const api::JobSpec& spec) {
+  json labels = json::object();
+  for (const auto& [key, value] : spec.labels) labels[key] = value;
+  labels[kLabelName] = "skrull";
+  labels[kLabelComponent] = "trainer";
+  labels[kLabelManagedBy] = kManagedByValue;
+  labels[kLabelJobName] = spec.name;
+  return labels;
+}
+
+// The job's annotations, less those kubectl keeps for itself (the whole
+// last-applied object would otherwise ride on every pod).
+json Annotations(const api::JobSpec& spec) {
+  json annotations = json::object();
+  for (const auto& [key, value] : spec.annotations) {
+    if (key.rfind(kKubectlAnnotationPrefix, 0) != 0) annotations[key] = value;
+  }
+  return annotations;
 }
 
 json Metadata(const std::string& name, const api::JobSpec& spec, const JobContext& ctx) {
@@ -22,10 +35,13 @@ json Metadata(const std::string& name, const api::JobSpec& spec, const JobContex
                 {"uid", ctx.uid},
                 {"controller", true},
                 {"blockOwnerDeletion", true}};
-  return {{"name", name},
-          {"namespace", spec.namespace_name},
-          {"labels", Labels(spec.name)},
-          {"ownerReferences", json::array({owner})}};
+  json meta = {{"name", name},
+               {"namespace", spec.namespace_name},
+               {"labels", Labels(spec)},
+               {"ownerReferences", json::array({owner})}};
+  json annotations = Annotations(spec);
+  if (!annotations.empty()) meta["annotations"] = std::move(annotations);
+  return meta;
 }
 
 std::string Image(const api::JobSpec& spec, const JobContext& ctx) {
@@ -52,6 +68,8 @@ json Resources(const api::JobSpec& spec) {
     requests["nvidia.com/gpu"] = std::to_string(gpus);
     limits["nvidia.com/gpu"] = std::to_string(gpus);
   }
+  for (const auto& [name, quantity] : spec.pod.requests) requests[name] = quantity;
+  for (const auto& [name, quantity] : spec.pod.limits) limits[name] = quantity;
   json r = json::object();
   if (!requests.empty()) r["requests"] = requests;
   if (!limits.empty()) r["limits"] = limits;
@@ -65,6 +83,35 @@ json ContainerSecurityContext(const TrainerPodSecurity& security) {
   if (security.ipc_lock) capabilities["add"] = json::array({"IPC_LOCK"});
   return {
       {"allowPrivilegeEscalation", false}, {"runAsNonRoot", true}, {"capabilities", capabilities}};
+}
+
+// JSON text from the spec (api::PodTemplateSpec), parsed; `fallback` when
+// empty. The api parser wrote it, so it parses.
+json ParsedOr(const std::string& text, json fallback) {
+  return text.empty() ? std::move(fallback) : json::parse(text);
+}
+
+// spec.pod: scheduling and the trainer container's extras. What the
+// controller wrote first stays (its env vars, volumes and mounts come first;
+// a user's env var of the same name, e.g. NCCL_DEBUG, comes after and wins).
+void ApplyPodTemplate(const api::PodTemplateSpec& t, json* pod_spec) {
+  json& spec = *pod_spec;
+  json& container = spec["containers"][0];
+  if (!t.node_selector.empty()) spec["nodeSelector"] = t.node_selector;
+  if (!t.tolerations.empty()) spec["tolerations"] = json::parse(t.tolerations);
+  if (!t.affinity.empty()) spec["affinity"] = json::parse(t.affinity);
+  if (!t.priority_class_name.empty()) spec["priorityClassName"] = t.priority_class_name;
+  if (!t.scheduler_name.empty()) spec["schedulerName"] = t.scheduler_name;
+  for (json& e : ParsedOr(t.env, json::array())) container["env"].push_back(std::move(e));
+  for (json& v : ParsedOr(t.volumes, json::array())) spec["volumes"].push_back(std::move(v));
+  for (json& m : ParsedOr(t.volume_mounts, json::array())) {
+    container["volumeMounts"].push_back(std::move(m));
+  }
+  if (!t.image_pull_secrets.empty()) spec["imagePullSecrets"] = json::parse(t.image_pull_secrets);
+  if (t.host_network) {
+    spec["hostNetwork"] = true;
+    spec["dnsPolicy"] = "ClusterFirstWithHostNet";  // Service names still resolve
+  }
 }
 
 json Pod(const api::JobSpec& spec, const JobContext& ctx, int node) {
@@ -146,6 +193,7 @@ json Pod(const api::JobSpec& spec, const JobContext& ctx, int node) {
   if (!ctx.trainer_service_account.empty()) {
     pod_spec["serviceAccountName"] = ctx.trainer_service_account;
   }
+  ApplyPodTemplate(spec.pod, &pod_spec);
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", pod_spec}};
 }
 
@@ -170,7 +218,18 @@ std::string TrainerJobYaml(const api::JobSpec& spec, const JobContext& ctx) {
   return api::ToYaml(s);
 }
 
+json BuildPod(const api::JobSpec& spec, const JobContext& ctx, int node) {
+  return Pod(spec, ctx, node);
+}
+
 StatusOr<DesiredObjects> BuildDesired(const api::JobSpec& spec, const JobContext& ctx) {
+  StatusOr<DesiredObjects> d = BuildDesiredChildren(spec, ctx);
+  if (!d.ok()) return d;
+  for (int node = 0; node < spec.parallelism.nodes; ++node) d->pods.push_back(Pod(spec, ctx, node));
+  return d;
+}
+
+StatusOr<DesiredObjects> BuildDesiredChildren(const api::JobSpec& spec, const JobContext& ctx) {
   const int max_name = MaxJobNameLength(spec.parallelism.nodes);
   if (static_cast<int>(spec.name.size()) > max_name) {
     return InvalidArgumentError(
@@ -197,7 +256,6 @@ StatusOr<DesiredObjects> BuildDesired(const api::JobSpec& spec, const JobContext
                                          {"port", kRendezvousPort},
                                          {"targetPort", kRendezvousPort},
                                          {"protocol", "TCP"}}})}}}};
-  for (int node = 0; node < spec.parallelism.nodes; ++node) d.pods.push_back(Pod(spec, ctx, node));
   return d;
 }
 

@@ -54,6 +54,10 @@ struct JobContext {
   int termination_grace_seconds = 120;  // time for a final checkpoint on SIGTERM
 };
 
+// Every object carries the job's own metadata.labels and metadata.annotations
+// (docs/job-spec.md), under the controller's labels (app.kubernetes.io/*,
+// skrull.io/*), which win on a clash so selectors keep working; annotations
+// kubectl writes for itself (kubectl.kubernetes.io/*) are not copied.
 struct DesiredObjects {
   json config_map;         // "<job>-spec": the job YAML every rank loads
   json service;            // headless "<job>": stable DNS for the rendezvous
@@ -68,6 +72,15 @@ std::string TrainerJobYaml(const api::JobSpec& spec, const JobContext& ctx);
 // InvalidArgument when the job cannot be represented (a name too long for
 // the pods' DNS hostnames), naming the field and the limit.
 StatusOr<DesiredObjects> BuildDesired(const api::JobSpec& spec, const JobContext& ctx);
+
+// BuildDesired without the pods (DesiredObjects::pods empty): what the
+// controller renders on every pass, so that its memory does not grow with
+// the job's node count; it builds only the pods it creates (BuildPod).
+StatusOr<DesiredObjects> BuildDesiredChildren(const api::JobSpec& spec, const JobContext& ctx);
+
+// The pod of `node` (0 <= node < nodes), as BuildDesired's pods[node].
+// REQUIRES: BuildDesiredChildren(spec, ctx) is OK.
+json BuildPod(const api::JobSpec& spec, const JobContext& ctx, int node);
 
 // Longest metadata.name BuildDesired accepts for `nodes` nodes (pod
 // hostnames "<name>-node-<i>" must be DNS labels of at most 63 characters).

@@ -63,6 +63,9 @@ inline constexpr char kReasonBackoffLimitExceeded[] = "BackoffLimitExceeded";
 inline constexpr char kReasonStartDeadlineExceeded[] = "StartDeadlineExceeded";
 // Failed: running longer than runPolicy.activeDeadlineSeconds.
 inline constexpr char kReasonDeadlineExceeded[] = "DeadlineExceeded";
+// Failed: nodes x procsPerNode is over what this controller runs
+// (skrull-controller serve --max-world-size).
+inline constexpr char kReasonTooLarge[] = "TooLarge";
 // The Created condition's reason.
 inline constexpr char kReasonPodsCreated[] = "PodsCreated";
 // Events only (reconciler.h): the tuner judged an attempt, or could not.

@@ -17,6 +17,10 @@ inline constexpr char kLabelJobName[] = "skrull.io/job-name";
 inline constexpr char kLabelNodeRank[] = "skrull.io/node-rank";  // pods only
 inline constexpr char kLabelAttempt[] = "skrull.io/attempt";     // pods only: 0, 1, ...
 
+// Annotations under this prefix are kubectl's own (last-applied-configuration):
+// the job's other annotations go on every object it owns, these do not.
+inline constexpr char kKubectlAnnotationPrefix[] = "kubectl.kubernetes.io/";
+
 // The job's objects: ConfigMap "<job>-spec" holding the job YAML every rank
 // loads, headless Service "<job>" giving pods stable DNS names, and one pod
 // per node and attempt, "<job>-node-<node>-<attempt>", with hostname

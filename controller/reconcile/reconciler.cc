@@ -1,5 +1,6 @@
 #include "controller/reconcile/reconciler.h"
 
+#include <initializer_list>
 #include <random>
 
 #include "controller/reconcile/names.h"
@@ -32,7 +33,40 @@ std::string RandomSuffix() {
   return s;
 }
 
+json Pick(const json& from, std::initializer_list<const char*> keys) {
+  json out = json::object();
+  if (!from.is_object()) return out;
+  for (const char* key : keys) {
+    auto it = from.find(key);
+    if (it != from.end()) out[key] = *it;
+  }
+  return out;
+}
+
 }  // namespace
+
+json CompactPod(const json& pod) {
+  json out = {{"apiVersion", "v1"}, {"kind", "Pod"}};
+  out["metadata"] = Pick(pod.value("metadata", json::object()),
+                         {"name", "namespace", "labels", "ownerReferences", "creationTimestamp",
+                          "deletionTimestamp", "resourceVersion", "uid"});
+  const json status = pod.value("status", json::object());
+  json compact = Pick(status, {"phase", "reason", "message"});
+  if (status.contains("conditions") && status["conditions"].is_array()) {
+    compact["conditions"] = json::array();
+    for (const json& c : status["conditions"]) {
+      compact["conditions"].push_back(Pick(c, {"type", "status", "reason", "message"}));
+    }
+  }
+  if (status.contains("containerStatuses") && status["containerStatuses"].is_array()) {
+    compact["containerStatuses"] = json::array();
+    for (const json& c : status["containerStatuses"]) {
+      compact["containerStatuses"].push_back(Pick(c, {"name", "state"}));
+    }
+  }
+  out["status"] = std::move(compact);
+  return out;
+}
 
 Reconciler::Reconciler(kube::KubeApi* api, ReconcilerOptions options)
     : api_(api), options_(std::move(options)) {}
@@ -56,10 +90,14 @@ StatusOr<ReconcileResult> Reconciler::ReconcileJob(const std::string& ns, const 
   o.default_trainer_image = options_.default_trainer_image;
   o.trainer_service_account = options_.trainer_service_account;
   o.pod_security = options_.pod_security;
+  o.max_world_size = options_.max_world_size;
+  o.max_pod_creates_per_pass = options_.max_pod_creates_per_pass;
   const std::string selector = std::string(kLabelJobName) + "=" + name;
   for (const Resource& r :
        {kube::PodsResource(), kube::ServicesResource(), kube::ConfigMapsResource()}) {
-    StatusOr<kube::ListResult> list = api_->List(r, ns, selector);
+    StatusOr<kube::ListResult> list = r.plural == "pods"
+                                          ? api_->ListProjected(r, ns, selector, CompactPod)
+                                          : api_->List(r, ns, selector);
     if (!list.ok()) return list.status().WithContext(where);
     for (json& item : list->items) {
       if (OwnerUid(item) != uid) continue;  // someone else's, or an older job's

@@ -4,7 +4,9 @@
 // Observe lists the job's pods, Service and ConfigMap by the label
 // skrull.io/job-name and keeps only those whose controller ownerReference is
 // this job's uid (a re-created job of the same name never adopts the old
-// one's pods). Apply creates (AlreadyExists is fine: a previous pass did it),
+// one's pods). Of each pod it keeps only what Decide reads (CompactPod, as
+// each page of the list arrives), so a pass holds a few hundred bytes per
+// pod, not the API server's whole object with its managedFields. Apply creates (AlreadyExists is fine: a previous pass did it),
 // replaces the ConfigMap, deletes pods (NotFound is fine), records Events,
 // and writes .status through the status subresource with a merge patch only
 // when it changed. Running it again on an unchanged world does nothing.
@@ -35,9 +37,11 @@ using TuneFn =
 using ProgressFn = std::function<StatusOr<json>(const api::JobSpec& spec)>;
 
 struct ReconcilerOptions {
-  std::string default_trainer_image;    // see JobContext
-  std::string trainer_service_account;  // see JobContext
-  TrainerPodSecurity pod_security;      // see JobContext
+  std::string default_trainer_image;                            // see JobContext
+  std::string trainer_service_account;                          // see JobContext
+  TrainerPodSecurity pod_security;                              // see JobContext
+  int max_world_size = api::kMaxWorldSize;                      // see JobObservation
+  int max_pod_creates_per_pass = kDefaultMaxPodCreatesPerPass;  // see JobObservation
   std::function<Clock::time_point()> now = [] { return Clock::now(); };
   TuneFn tune;          // null: status.tuning is left alone
   ProgressFn progress;  // null: no status.progress
@@ -50,6 +54,12 @@ struct ReconcileResult {
   int created = 0, deleted = 0;
   bool status_written = false;
 };
+
+// The fields of a pod that Decide reads: metadata name, namespace, labels,
+// ownerReferences, creation and deletion timestamps, resourceVersion; status
+// phase, reason, message, conditions (type, status, reason, message) and
+// containerStatuses' state.
+json CompactPod(const json& pod);
 
 class Reconciler {
  public:

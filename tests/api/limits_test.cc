@@ -121,7 +121,7 @@ TEST(JobSpecLimits, LongUnknownKeysAndNumbersAreEchoedShort) {
             std::vector<std::string>{"spec." + std::string(64, 'k') +
                                      "... (1000 bytes): unknown field; allowed fields: model, "
                                      "data, parallelism, scheduler, training, metrics, "
-                                     "resources, image, tuning, runPolicy, storage"});
+                                     "resources, image, tuning, runPolicy, storage, pod"});
   const std::string digits(1000, '9');
   EXPECT_EQ(LoadErrors(JobYaml().Set("spec.training.steps", digits).Text()),
             std::vector<std::string>{"spec.training.steps: is out of range for a 64-bit integer "
@@ -264,7 +264,7 @@ TEST(JobSpecLimits, SizesAreBoundedNamingTheFieldAndTheRange) {
       {"spec.data.templateMaxSeconds", "0",
        "spec.data.templateMaxSeconds: must be in (0, 3.6e+03] (got 0)"},
       {"spec.parallelism.nodes", "100000",
-       "spec.parallelism.nodes: must be in 1..65536 (got 100000)"},
+       "spec.parallelism.nodes: must be in 1..8192 (got 100000)"},
       {"spec.training.steps", "9223372036854775807",
        "spec.training.steps: must be in 1..2147483647 (got 9223372036854775807)"},
       {"spec.model.lora", "{rank: 2147483647}",
@@ -305,10 +305,10 @@ TEST(JobSpecLimits, ProductsOfSizesAreBounded) {
   // The world size: nodes x procsPerNode.
   EXPECT_EQ(LoadErrors(JobYaml()
                            .Set("spec.parallelism",
-                                "{nodes: 65536, procsPerNode: 2, "
+                                "{nodes: 8192, procsPerNode: 16, "
                                 "dataParallel: 65536, contextParallel: 2}")
                            .Text()),
-            std::vector<std::string>{"spec.parallelism: nodes (65536) x procsPerNode (2) = 131072 "
+            std::vector<std::string>{"spec.parallelism: nodes (8192) x procsPerNode (16) = 131072 "
                                      "processes; the world size must be <= 65536"});
   // The largest allowed values together are fine.
   EXPECT_EQ(LoadErrors(JobYaml()

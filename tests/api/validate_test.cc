@@ -158,7 +158,7 @@ TEST(Validate, TextDataForPretrainedWeightsNeedsTheModelsTokenizer) {
 
 TEST(Validate, ParallelismDegreesAreAtLeastOne) {
   const BadField cases[] = {
-      {"spec.parallelism.nodes", "0", "spec.parallelism.nodes: must be in 1..65536 (got 0)"},
+      {"spec.parallelism.nodes", "0", "spec.parallelism.nodes: must be in 1..8192 (got 0)"},
       {"spec.parallelism.procsPerNode", "0",
        "spec.parallelism.procsPerNode: must be in 1..1024 (got 0)"},
       {"spec.parallelism.dataParallel", "-2",

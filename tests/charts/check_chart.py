@@ -270,6 +270,8 @@ def check_defaults(c, helm):
             "skrull-trainer",
             "--resync-seconds",
             "60",
+            "--max-world-size",
+            "65536",
         ],
     )
     c.equal(
@@ -462,6 +464,8 @@ def check_all_values(c, helm):
             "--trainer-shared-memory",
             "--resync-seconds",
             "120",
+            "--max-world-size",
+            "4096",
             "--prometheus-url",
             "http://prometheus-operated.monitoring:9090",
             "--workers=4",
@@ -626,6 +630,8 @@ def check_toggles(c, helm):
             "ghcr.io/skrull/trainer:0.1.0",
             "--resync-seconds",
             "60",
+            "--max-world-size",
+            "65536",
         ],
     )
     c.equal(

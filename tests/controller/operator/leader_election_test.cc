@@ -46,6 +46,21 @@ TEST(LeaderElection, OneReplicaLeadsAndTheOtherWaitsForExpiry) {
   EXPECT_FALSE(a.TryAcquireOrRenew().value());
 }
 
+TEST(LeaderElection, TwoReplicasOnOneHostNameGetDistinctIdentitiesAndOneLeads) {
+  // Two controllers started without POD_NAME on the same host.
+  const std::string ia = UniqueIdentity("node-7"), ib = UniqueIdentity("node-7");
+  EXPECT_NE(ia, ib);
+  EXPECT_EQ(ia.rfind("node-7_", 0), 0u) << ia;
+  EXPECT_EQ(ia.size(), std::string("node-7_").size() + 16);
+  EXPECT_EQ(UniqueIdentity("").rfind("skrull-controller_", 0), 0u);
+  kube::MemoryKubeApi api;
+  Clocks ca, cb;
+  LeaderElector a = Elector(&api, ia, &ca);
+  LeaderElector b = Elector(&api, ib, &cb);
+  EXPECT_TRUE(a.TryAcquireOrRenew().value());
+  EXPECT_FALSE(b.TryAcquireOrRenew().value());
+}
+
 TEST(LeaderElection, ASkewedWallClockCannotStealTheLease) {
   kube::MemoryKubeApi api;
   Clocks ca, cb;

@@ -90,6 +90,64 @@ TEST(Decide, ANewJobGetsItsConfigMapServiceAndOnePodPerNode) {
   EXPECT_EQ(d.requeue_after.count(), 300);
 }
 
+TEST(Decide, ManyNodesStartInBoundedBatchesWithTheStatusWrittenAsItGoes) {
+  World w;
+  w.job["spec"]["parallelism"] = {
+      {"nodes", 150}, {"procsPerNode", 1}, {"dataParallel", 150}, {"contextParallel", 1}};
+  int passes = 0;
+  int64_t missing_before = 150;
+  while (true) {
+    Decision d = w.Step();
+    ++passes;
+    int pods = 0;
+    for (const json& o : d.create) pods += o["kind"] == "Pod" ? 1 : 0;
+    EXPECT_LE(pods, kDefaultMaxPodCreatesPerPass);
+    const int64_t missing = w.job["status"]["nodes"]["missing"];
+    EXPECT_EQ(missing, missing_before - pods);
+    EXPECT_TRUE(d.status_changed || pods == 0);
+    missing_before = missing;
+    if (missing == 0) break;
+    EXPECT_EQ(d.requeue_after, kPodBatchRequeue);  // the next batch comes soon
+    ASSERT_LT(passes, 10);
+  }
+  EXPECT_EQ(passes, 3);  // 64 + 64 + 22
+  EXPECT_EQ(w.pods.size(), 150u);
+  EXPECT_TRUE(w.pods.count("long-sft-node-149-0"));
+}
+
+TEST(Decide, TheLargestJobAPassBuildsOnlyOneBatchOfPods) {
+  World w;
+  w.job["spec"]["parallelism"] = {{"nodes", api::kMaxNodes},
+                                  {"procsPerNode", 8},
+                                  {"dataParallel", 8 * api::kMaxNodes},
+                                  {"contextParallel", 1}};
+  w.job["spec"]["scheduler"]["batchSize"] = 1;
+  JobObservation o;
+  o.job = w.job;
+  o.now = w.now;
+  o.max_pod_creates_per_pass = 16;
+  Decision d = Decide(o);
+  ASSERT_EQ(d.create.size(), 2u + 16u) << JobStatusToJson(d.status).dump();
+  EXPECT_EQ(d.status.nodes->missing, api::kMaxNodes - 16);
+}
+
+TEST(Decide, AJobOverTheControllersWorldSizeFailsBeforeAnyPod) {
+  World w;
+  JobObservation o;
+  o.job = w.job;  // 2 nodes x 4 procs = 8 ranks
+  o.now = w.now;
+  o.max_world_size = 4;
+  Decision d = Decide(o);
+  EXPECT_TRUE(d.create.empty());
+  EXPECT_EQ(d.status.phase, kPhaseFailed);
+  EXPECT_EQ(d.status.reason, kReasonTooLarge);
+  EXPECT_EQ(d.status.message,
+            "spec.parallelism: nodes (2) x procsPerNode (4) = 8 ranks; this controller runs jobs "
+            "of at most 4 (skrull-controller serve --max-world-size)");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].type, kEventWarning);
+}
+
 TEST(Decide, DecidingAgainOnAnUnchangedWorldChangesNothing) {
   World w;
   w.Step();

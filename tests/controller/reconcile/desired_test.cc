@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "controller/reconcile/names.h"
 #include "tests/controller/reconcile/job_fixtures.h"
@@ -181,6 +182,84 @@ TEST(BuildDesired, NcclsIpcLockAndSharedMemoryAreOptIn) {
   }
   EXPECT_EQ(shm_volume["emptyDir"]["medium"], "Memory");
   EXPECT_EQ(shm_mount["name"], "dshm");
+}
+
+TEST(BuildDesired, EveryObjectCarriesTheJobsLabelsAndAnnotations) {
+  api::JobSpec spec = SpecOf(GpuJob());
+  spec.labels = {{"team", "ml"}, {"kueue.x-k8s.io/queue-name", "gpu"}, {kLabelJobName, "spoof"}};
+  spec.annotations = {{"cost-center", "42"},
+                      {"kubectl.kubernetes.io/last-applied-configuration", "{...}"}};
+  JobContext ctx;
+  StatusOr<DesiredObjects> d = BuildDesired(spec, ctx);
+  ASSERT_TRUE(d.ok()) << d.status();
+  std::vector<json> objects = {d->config_map, d->service};
+  objects.insert(objects.end(), d->pods.begin(), d->pods.end());
+  for (const json& o : objects) {
+    SCOPED_TRACE(o["metadata"]["name"].get<std::string>());
+    const json& meta = o["metadata"];
+    EXPECT_EQ(meta["labels"]["team"], "ml");
+    EXPECT_EQ(meta["labels"]["kueue.x-k8s.io/queue-name"], "gpu");
+    // The controller's own labels win: selectors keep working.
+    EXPECT_EQ(meta["labels"][kLabelJobName], "long-sft");
+    EXPECT_EQ(meta["annotations"], json({{"cost-center", "42"}}));
+  }
+}
+
+TEST(BuildDesired, TheJobsPodTemplateReachesEveryPod) {
+  json job = GpuJob();
+  job["spec"]["pod"] = json::parse(R"({
+    "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+      {"topologyKey": "kubernetes.io/hostname",
+       "labelSelector": {"matchLabels": {"skrull.io/job-name": "long-sft"}}}]}},
+    "priorityClassName": "training-high",
+    "schedulerName": "volcano",
+    "env": [{"name": "NCCL_IB_HCA", "value": "mlx5"}, {"name": "NCCL_DEBUG", "value": "INFO"}],
+    "volumes": [{"name": "datasets", "persistentVolumeClaim": {"claimName": "datasets"}}],
+    "volumeMounts": [{"name": "datasets", "mountPath": "/datasets", "readOnly": true}],
+    "imagePullSecrets": [{"name": "regcred"}],
+    "resources": {"requests": {"rdma/ib": "1"}, "limits": {"rdma/ib": "1"}},
+    "hostNetwork": true
+  })");
+  StatusOr<DesiredObjects> d = BuildDesired(SpecOf(job), JobContext{});
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (const json& pod : d->pods) {
+    const json& spec = pod["spec"];
+    const json& c = spec["containers"][0];
+    EXPECT_EQ(spec["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
+    EXPECT_EQ(spec["tolerations"][0]["key"], "nvidia.com/gpu");
+    EXPECT_EQ(spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                  [0]["topologyKey"],
+              "kubernetes.io/hostname");
+    EXPECT_EQ(spec["priorityClassName"], "training-high");
+    EXPECT_EQ(spec["schedulerName"], "volcano");
+    EXPECT_EQ(spec["imagePullSecrets"], json::parse(R"([{"name": "regcred"}])"));
+    EXPECT_EQ(spec["hostNetwork"], true);
+    EXPECT_EQ(spec["dnsPolicy"], "ClusterFirstWithHostNet");
+    EXPECT_EQ(spec["volumes"].back()["name"], "datasets");
+    EXPECT_EQ(spec["volumes"][0]["name"], "job-spec");  // the controller's stay first
+    EXPECT_EQ(c["volumeMounts"].back()["mountPath"], "/datasets");
+    EXPECT_EQ(c["resources"]["requests"]["rdma/ib"], "1");
+    EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "4");
+    // The user's env vars come after the controller's: NCCL_DEBUG=INFO wins.
+    EXPECT_EQ(EnvOf(pod, "NCCL_IB_HCA"), "mlx5");
+    EXPECT_EQ(c["env"].back(), json({{"name", "NCCL_DEBUG"}, {"value", "INFO"}}));
+    EXPECT_EQ(EnvOf(pod, "SKRULL_NNODES"), "2");
+  }
+}
+
+TEST(BuildDesired, ChildrenWithoutPodsAndOnePodAtATimeMatchTheWhole) {
+  const api::JobSpec spec = SpecOf(GpuJob());
+  JobContext ctx;
+  ctx.uid = "uid-1";
+  StatusOr<DesiredObjects> whole = BuildDesired(spec, ctx);
+  StatusOr<DesiredObjects> children = BuildDesiredChildren(spec, ctx);
+  ASSERT_TRUE(whole.ok() && children.ok());
+  EXPECT_TRUE(children->pods.empty());
+  EXPECT_EQ(children->config_map, whole->config_map);
+  EXPECT_EQ(children->service, whole->service);
+  for (int node = 0; node < 2; ++node) EXPECT_EQ(BuildPod(spec, ctx, node), whole->pods[node]);
 }
 
 TEST(BuildDesired, ANameTooLongForPodHostnamesIsAnError) {
