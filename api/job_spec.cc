@@ -43,7 +43,7 @@ auto Fields(const SchedulerSpec& s) {
                   s.micro_batch_size, s.seed, s.hardware_profile);
 }
 auto Fields(const TrainingSpec& t) {
-  return std::tie(t.steps, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,
+  return std::tie(t.steps, t.epochs, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,
                   t.weight_decay, t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.grad_clip,
                   t.precision, t.checkpoint_every, t.output_dir, t.resume_from, t.log_every,
                   t.zero_stage);
@@ -195,7 +195,9 @@ std::string DescribeJobSpec(const JobSpec& spec) {
   if (!s.hardware_profile.empty()) text += ", plans priced with " + s.hardware_profile;
   text += "; global batch " + plural(int64_t{s.batch_size} * p.data_parallel, "sequence") +
           " (batchSize " + std::to_string(s.batch_size) + " x dataParallel " +
-          std::to_string(p.data_parallel) + "). Training " + plural(t.steps, "step") +
+          std::to_string(p.data_parallel) + "). Training " +
+          (t.epochs > 0 ? plural(t.epochs, "epoch") + " (steps derived from the data size)"
+                        : plural(t.steps, "step")) +
           ", learning rate " + FormatDouble(t.learning_rate) + " (" + LrScheduleName(t.schedule) +
           ", " + plural(t.warmup_steps, "warmup step") + "), " + PrecisionName(t.precision) + ", ";
   if (spec.model.lora) {

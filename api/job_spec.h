@@ -153,7 +153,13 @@ enum class LrSchedule { kCosine, kLinear, kConstant };
 enum class Precision { kFp32, kBf16 };
 
 struct TrainingSpec {
+  // Optimizer steps of the run, or 0 when `epochs` sets the length instead
+  // (exactly one of the two is set; a document with neither gets 100).
   int64_t steps = 100;
+  // Passes over the training data; 0 = not set (steps sets the length). With
+  // epochs the trainer derives steps = ceil(epochs x samples / global batch)
+  // once the data is indexed (DerivedSteps, trainer/train/epochs.h).
+  int64_t epochs = 0;
   double learning_rate = 1e-4;  // peak LR after warmup
   int64_t warmup_steps = 0;
   LrSchedule schedule = LrSchedule::kCosine;

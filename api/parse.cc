@@ -64,6 +64,9 @@ void ParseScheduler(MapReader& m, SchedulerSpec* s) {
 
 void ParseTraining(MapReader& m, TrainingSpec* t) {
   m.Read("steps", &t->steps);
+  m.Read("epochs", &t->epochs);
+  // epochs without steps: the length comes from the data (steps 0 = derived).
+  if (m.Has("epochs") && !m.Has("steps")) t->steps = 0;
   m.Read("learningRate", &t->learning_rate);
   m.Read("warmupSteps", &t->warmup_steps);
   m.ReadEnum("schedule", kLrScheduleNames, &t->schedule);

@@ -149,9 +149,15 @@ std::string ToYaml(const JobSpec& s) {
   w.End();
 
   const TrainingSpec& t = s.training;
-  w.Begin("training")
-      .Int("steps", t.steps)
-      .Num("learningRate", t.learning_rate)
+  w.Begin("training");
+  // epochs only when set: a document without it stays as it was before the
+  // field existed (and so does JobSpecHash).
+  if (t.epochs > 0) {
+    w.Int("epochs", t.epochs);
+  } else {
+    w.Int("steps", t.steps);
+  }
+  w.Num("learningRate", t.learning_rate)
       .Int("warmupSteps", t.warmup_steps)
       .Raw("schedule", LrScheduleName(t.schedule))
       .Num("minLrRatio", t.min_lr_ratio)

@@ -273,9 +273,25 @@ void CheckScheduler(const SchedulerSpec& s, const ParallelismSpec& p, Checker& c
   CheckMicroBatchSize(s, c);
 }
 
+// steps or epochs, exactly one (steps 0 = derived from epochs by the trainer).
+void CheckLength(const TrainingSpec& t, Checker& c) {
+  const std::string base = "spec.training.";
+  if (t.epochs == 0) {
+    // A rejected epochs left steps 0 (derived); that is not a second problem.
+    if (c.Usable(base + "epochs")) c.InRange(base + "steps", t.steps, 1, kMaxSteps);
+    return;
+  }
+  c.InRange(base + "epochs", t.epochs, 1, kMaxSteps);
+  if (t.steps != 0 && c.Usable(base + "steps")) {
+    c.Error(base + "epochs", "set either steps or epochs, not both (got steps " + Str(t.steps) +
+                                 " and epochs " + Str(t.epochs) +
+                                 "); remove one: epochs derives steps from the data size");
+  }
+}
+
 void CheckTraining(const TrainingSpec& t, Checker& c) {
   const std::string base = "spec.training.";
-  c.InRange(base + "steps", t.steps, 1, kMaxSteps);
+  CheckLength(t, c);
   c.Positive(base + "learningRate", t.learning_rate);
   c.InRange(base + "warmupSteps", t.warmup_steps, 0, kMaxSteps);
   if (c.Complete("spec.training") && c.Usable(base + "steps") && c.Usable(base + "warmupSteps") &&

@@ -25,6 +25,7 @@
 #include "trainer/model/model.h"
 #include "trainer/model/torch_compat.h"
 #include "trainer/train/checkpoint.h"
+#include "trainer/train/epochs.h"
 #include "trainer/train/hardware_profile_file.h"
 #include "trainer/train/lr_schedule.h"
 #include "trainer/train/model_options.h"
@@ -129,6 +130,7 @@ class Run {
   LrScheduleOptions lr_;
   std::unique_ptr<data::Dataset> dataset_;
   std::unique_ptr<data::Sampler> sampler_;
+  int64_t total_steps_ = 0;  // spec.training.steps, or derived from epochs (epochs.h)
   std::unique_ptr<scheduler::CostModel> cost_;
   scheduler::Policy policy_ = scheduler::Policy::kSkrull;
   int64_t bucket_size_tokens_ = 0;
@@ -257,6 +259,9 @@ Status Run::SetupData() {
   }
   const int64_t gbs = static_cast<int64_t>(layout_.dp()) * job_.scheduler.batch_size;
   sampler_ = std::make_unique<data::Sampler>(dataset_->size(), gbs, job_.scheduler.seed);
+  SKRULL_ASSIGN_OR_RETURN(total_steps_, TotalSteps(job_.training, dataset_->size(), gbs));
+  lr_.total_steps = total_steps_;
+  Notice("length: " + DescribeLength(job_.training, dataset_->size(), gbs, total_steps_));
   return OkStatus();
 }
 
@@ -814,7 +819,7 @@ StatusOr<TrainSummary> Run::Go() {
 
 StatusOr<TrainSummary> Run::Train() {
   SKRULL_RETURN_IF_ERROR(Setup());
-  const int64_t total = job_.training.steps;
+  const int64_t total = total_steps_;
   const int64_t first = state_.step;
   const int64_t every = std::max<int64_t>(1, job_.training.log_every);
   if (first < total) {
@@ -891,6 +896,7 @@ std::string JobSpecHash(const api::JobSpec& job) {
   j.labels.clear();
   j.annotations.clear();
   j.training.steps = 0;
+  j.training.epochs = 0;  // like steps: the run's length, which a resume may extend
   j.training.output_dir.clear();
   j.training.resume_from.clear();
   j.training.log_every = 1;
