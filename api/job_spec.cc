@@ -19,6 +19,20 @@
 namespace skrull::api {
 
 const char* DataFormatName(DataFormat f) { return NameOf(kDataFormatNames, f); }
+
+std::vector<std::string> MappableFields(DataFormat f) {
+  switch (f) {
+    case DataFormat::kTokenizedJsonl:
+      return {};
+    case DataFormat::kTextJsonl:
+      return {"text", "messages", "role", "content"};
+    case DataFormat::kAlpaca:
+      return {"instruction", "input", "output", "system"};
+    case DataFormat::kShareGpt:
+      return {"conversations", "from", "value", "system", "human", "gpt"};
+  }
+  return {};
+}
 const char* OverLengthPolicyName(OverLengthPolicy p) { return NameOf(kOverLengthPolicyNames, p); }
 const char* MalformedPolicyName(MalformedPolicy p) { return NameOf(kMalformedPolicyNames, p); }
 const char* LrScheduleName(LrSchedule s) { return NameOf(kLrScheduleNames, s); }

@@ -89,7 +89,20 @@ struct ModelSpec {
   std::optional<LoraSpec> lora;  // absent = full fine-tuning
 };
 
-enum class DataFormat { kTokenizedJsonl, kTextJsonl };
+// The record formats of a data file (docs/job-spec.md, spec.data.format).
+// Every format but tokenized-jsonl holds text for the tokenizer; alpaca and
+// sharegpt records become chat messages, so their loss mask follows the chat
+// template as text-jsonl's messages do.
+enum class DataFormat { kTokenizedJsonl, kTextJsonl, kAlpaca, kShareGpt };
+
+// Whether records of `f` hold text (tokenized by spec.data.tokenizer or the
+// byte tokenizer) rather than token ids.
+inline bool IsTextFormat(DataFormat f) { return f != DataFormat::kTokenizedJsonl; }
+
+// The names spec.data.fields may map for format `f` (empty for
+// tokenized-jsonl): the format's own keys, and for sharegpt the role values
+// `human` and `gpt`.
+std::vector<std::string> MappableFields(DataFormat f);
 enum class OverLengthPolicy { kError, kTruncate, kSkip };
 enum class MalformedPolicy { kError, kSkip };
 
@@ -113,6 +126,10 @@ struct DataSpec {
   // bytes, kMinMaxLineBytes .. kMaxMaxLineBytes; a longer line is malformed
   // (onMalformed says what happens). Bounds the memory one line costs.
   int64_t max_line_bytes = kDefaultMaxLineBytes;
+  // YAML: fields. Field mapping: a format's standard name -> the name this
+  // file uses (e.g. alpaca {instruction: prompt, output: response}); names
+  // not listed keep their standard name. Keys from MappableFields(format).
+  std::map<std::string, std::string> fields;
 };
 
 struct ParallelismSpec {

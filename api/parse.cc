@@ -44,6 +44,7 @@ void ParseData(MapReader& m, DataSpec* data) {
   m.Read("tokenizer", &data->tokenizer);
   m.Read("chatTemplate", &data->chat_template);
   m.Read("maxLineBytes", &data->max_line_bytes);
+  m.ReadStringMap("fields", &data->fields);
 }
 
 void ParseParallelism(MapReader& m, ParallelismSpec* p) {

@@ -122,6 +122,7 @@ std::string ToYaml(const JobSpec& s) {
   // Like hardwareProfile below: only when not the default, so documents and
   // JobSpecHash of jobs that do not set it stay as they were.
   if (d.max_line_bytes != kDefaultMaxLineBytes) w.Int("maxLineBytes", d.max_line_bytes);
+  if (!d.fields.empty()) w.Map("fields", d.fields);
   w.End();
 
   const ParallelismSpec& p = s.parallelism;

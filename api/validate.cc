@@ -141,22 +141,43 @@ void CheckModel(const ModelSpec& m, Checker& c) {
   }
 }
 
+// <section>.fields: keys from MappableFields(format), non-empty names.
+void CheckFields(const std::string& section, DataFormat format,
+                 const std::map<std::string, std::string>& fields, Checker& c) {
+  const std::vector<std::string> allowed = MappableFields(format);
+  for (const auto& [key, name] : fields) {
+    const std::string path = section + ".fields." + key;
+    if (allowed.empty()) {
+      c.Error(path, std::string("format ") + DataFormatName(format) +
+                        " has no fields to map (its records hold token ids); remove "
+                        "fields or use a text format");
+    } else if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      c.Error(path, std::string("is not a field of format ") + DataFormatName(format) +
+                        "; map one of " + JoinNames(allowed) + DidYouMean(key, allowed));
+    } else if (name.empty()) {
+      c.Error(path, "is empty; name the field this data uses for '" + key + "'");
+    }
+  }
+}
+
 void CheckData(const JobSpec& s, Checker& c) {
   const DataSpec& d = s.data;
   c.Required("spec.data.path", d.path, "path to a .jsonl file");
   c.InRange("spec.data.maxLength", d.max_length_tokens, 0, kMaxSequenceTokens);
   c.InRange("spec.data.maxLineBytes", d.max_line_bytes, kMinMaxLineBytes, kMaxMaxLineBytes);
-  const bool text = d.format == DataFormat::kTextJsonl;
+  CheckFields("spec.data", d.format, d.fields, c);
+  const bool text = IsTextFormat(d.format);
   if (text && d.tokenizer.empty() && !s.model.weights.empty()) {
     c.Error("spec.data.tokenizer",
-            "required: text-jsonl with pretrained weights (spec.model.weights) needs the model's "
-            "own tokenizer; set spec.data.tokenizer to the model folder or its tokenizer.json "
-            "(the built-in byte tokenizer's ids mean nothing to a pretrained model)");
+            std::string("required: ") + DataFormatName(d.format) +
+                " with pretrained weights (spec.model.weights) needs the model's "
+                "own tokenizer; set spec.data.tokenizer to the model folder or its tokenizer.json "
+                "(the built-in byte tokenizer's ids mean nothing to a pretrained model)");
   }
   if (!text && !d.tokenizer.empty()) {
     c.Error("spec.data.tokenizer",
-            "only used with spec.data.format: text-jsonl (tokenized-jsonl already holds ids); "
-            "remove it or switch the format");
+            "only used with spec.data.format: text-jsonl, alpaca or sharegpt (tokenized-jsonl "
+            "already holds ids); remove it or switch the format");
   }
   if (!d.chat_template.empty() && d.tokenizer.empty()) {
     c.Error("spec.data.chatTemplate",

@@ -71,3 +71,41 @@ TEST(Epochs, ValidateJobSpecRefusesACodeBuiltSpecWithBoth) {
 
 }  // namespace
 }  // namespace skrull::api
+
+namespace skrull::api {
+namespace {
+
+TEST(RecordFormats, AlpacaAndShareGptAreTextFormatsWithFieldMappings) {
+  const JobSpec s = MustLoad(JobYaml()
+                                 .Set("spec.data.format", "alpaca")
+                                 .Set("spec.data.fields", "{instruction: prompt, output: response}")
+                                 .Text());
+  EXPECT_EQ(s.data.format, DataFormat::kAlpaca);
+  EXPECT_EQ(s.data.fields.at("instruction"), "prompt");
+  EXPECT_TRUE(IsTextFormat(s.data.format));
+  EXPECT_NE(ToYaml(s).find("    fields:\n      instruction: prompt\n      output: response\n"),
+            std::string::npos)
+      << ToYaml(s);
+  EXPECT_EQ(MustLoad(ToYaml(s)), s);
+  EXPECT_EQ(ToYaml(MustLoad(kMinimalJob)).find("fields"), std::string::npos);
+  EXPECT_EQ(MustLoad(JobYaml().Set("spec.data.format", "sharegpt").Text()).data.format,
+            DataFormat::kShareGpt);
+}
+
+TEST(RecordFormats, FieldsOutsideTheFormatAreAllReportedWithTheKeysItHas) {
+  EXPECT_EQ(LoadErrors(JobYaml()
+                           .Set("spec.data.format", "alpaca")
+                           .Set("spec.data.fields", "{instrction: q, output: ''}")
+                           .Text()),
+            (std::vector<std::string>{
+                "spec.data.fields.instrction: is not a field of format alpaca; map one of "
+                "instruction, input, output, system; did you mean 'instruction'?",
+                "spec.data.fields.output: is empty; name the field this data uses for 'output'"}));
+  EXPECT_EQ(LoadErrors(JobYaml().Set("spec.data.fields", "{text: body}").Text()),
+            std::vector<std::string>{
+                "spec.data.fields.text: format tokenized-jsonl has no fields to map (its records "
+                "hold token ids); remove fields or use a text format"});
+}
+
+}  // namespace
+}  // namespace skrull::api
