@@ -41,13 +41,18 @@ const char* CleanPodPolicyName(CleanPodPolicy p) { return NameOf(kCleanPodPolicy
 
 const char* DefaultImageTag() { return SKRULL_VERSION; }
 
+bool operator==(const DataSourceSpec& a, const DataSourceSpec& b) {
+  return std::tie(a.path, a.format, a.weight, a.fields) ==
+         std::tie(b.path, b.format, b.weight, b.fields);
+}
+
 namespace {
 
 auto Fields(const LoraSpec& l) { return std::tie(l.rank, l.alpha, l.target_modules); }
 auto Fields(const ModelSpec& m) { return std::tie(m.config, m.weights, m.seed); }
 auto Fields(const DataSpec& d) {
   return std::tie(d.path, d.format, d.max_length_tokens, d.over_length, d.malformed, d.tokenizer,
-                  d.chat_template, d.max_line_bytes);
+                  d.chat_template, d.max_line_bytes, d.fields, d.sources);
 }
 auto Fields(const ParallelismSpec& p) {
   return std::tie(p.nodes, p.procs_per_node, p.data_parallel, p.context_parallel);
@@ -95,6 +100,7 @@ void ResolvePaths(const std::string& base_dir, JobSpec* spec) {
   spec->model.config = Resolve(base_dir, spec->model.config);
   spec->model.weights = Resolve(base_dir, spec->model.weights);
   spec->data.path = Resolve(base_dir, spec->data.path);
+  for (DataSourceSpec& source : spec->data.sources) source.path = Resolve(base_dir, source.path);
   spec->data.tokenizer = Resolve(base_dir, spec->data.tokenizer);
   spec->scheduler.hardware_profile = Resolve(base_dir, spec->scheduler.hardware_profile);
   spec->training.output_dir = Resolve(base_dir, spec->training.output_dir);
@@ -220,8 +226,17 @@ std::string DescribeJobSpec(const JobSpec& spec) {
   } else {
     text += "full fine-tuning";
   }
-  text += ". Model " + spec.model.config + ", data " + spec.data.path + " (" +
-          DataFormatName(spec.data.format) + "), output " + t.output_dir + ".";
+  text += ". Model " + spec.model.config + ", data ";
+  if (spec.data.sources.empty()) {
+    text += spec.data.path + " (" + std::string(DataFormatName(spec.data.format)) + ")";
+  } else {
+    for (size_t i = 0; i < spec.data.sources.size(); ++i) {
+      const DataSourceSpec& source = spec.data.sources[i];
+      text += (i == 0 ? "" : ", ") + source.path + " (" + DataFormatName(source.format) +
+              ", weight " + FormatDouble(source.weight) + ")";
+    }
+  }
+  text += ", output " + t.output_dir + ".";
   return text;
 }
 

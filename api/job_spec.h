@@ -106,8 +106,24 @@ std::vector<std::string> MappableFields(DataFormat f);
 enum class OverLengthPolicy { kError, kTruncate, kSkip };
 enum class MalformedPolicy { kError, kSkip };
 
+// One entry of spec.data.sources: a data set drawn from by weight.
+struct DataSourceSpec {
+  // A .jsonl or .jsonl.gz file, a directory (its .jsonl and .jsonl.gz files,
+  // not recursive) or a glob of such files (`*`, `?`, `[...]` in the last
+  // part). Resolved like the other paths.
+  std::string path;
+  // Written or not, a source has a format: when the document leaves it out it
+  // takes spec.data.format.
+  DataFormat format = DataFormat::kTokenizedJsonl;
+  // Share of the samples: source i fills weight_i / sum(weights) of every
+  // global batch on average (docs/job-spec.md, spec.data.sources). > 0.
+  double weight = 1.0;
+  std::map<std::string, std::string> fields;  // as DataSpec::fields, for this source
+};
+bool operator==(const DataSourceSpec& a, const DataSourceSpec& b);
+
 struct DataSpec {
-  std::string path;  // a .jsonl file
+  std::string path;  // a .jsonl file; empty when `sources` lists the data
   DataFormat format = DataFormat::kTokenizedJsonl;
   // Longest sample in tokens; 0 = bounded only by what the scheduler can
   // place (bucketSize x contextParallel).
@@ -130,6 +146,9 @@ struct DataSpec {
   // file uses (e.g. alpaca {instruction: prompt, output: response}); names
   // not listed keep their standard name. Keys from MappableFields(format).
   std::map<std::string, std::string> fields;
+  // YAML: sources. Several data sets mixed by weight, instead of `path`
+  // (exactly one of the two). Empty = the single `path`.
+  std::vector<DataSourceSpec> sources;
 };
 
 struct ParallelismSpec {

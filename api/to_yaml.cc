@@ -65,6 +65,19 @@ class Writer {
     out_ << YAML::EndSeq;
     return *this;
   }
+  // A list of mappings: BeginList, then BeginItem ... End per item, EndList.
+  Writer& BeginList(const char* key) {
+    out_ << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+    return *this;
+  }
+  Writer& BeginItem() {
+    out_ << YAML::BeginMap;
+    return *this;
+  }
+  Writer& EndList() {
+    out_ << YAML::EndSeq;
+    return *this;
+  }
   Writer& Begin(const char* key) {
     out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
     return *this;
@@ -123,6 +136,18 @@ std::string ToYaml(const JobSpec& s) {
   // JobSpecHash of jobs that do not set it stay as they were.
   if (d.max_line_bytes != kDefaultMaxLineBytes) w.Int("maxLineBytes", d.max_line_bytes);
   if (!d.fields.empty()) w.Map("fields", d.fields);
+  if (!d.sources.empty()) {
+    w.BeginList("sources");
+    for (const DataSourceSpec& source : d.sources) {
+      w.BeginItem()
+          .Str("path", source.path)
+          .Raw("format", DataFormatName(source.format))
+          .Num("weight", source.weight);
+      if (!source.fields.empty()) w.Map("fields", source.fields);
+      w.End();
+    }
+    w.EndList();
+  }
   w.End();
 
   const ParallelismSpec& p = s.parallelism;

@@ -160,13 +160,37 @@ void CheckFields(const std::string& section, DataFormat format,
   }
 }
 
+// spec.data.sources[i]: a path, a positive weight, fields of its format.
+void CheckSources(const std::vector<DataSourceSpec>& sources, Checker& c) {
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const std::string base = "spec.data.sources[" + std::to_string(i) + "]";
+    if (!c.Usable(base)) continue;
+    c.Required(base + ".path", sources[i].path,
+               "a .jsonl or .jsonl.gz file, a directory of them, or a glob such as "
+               "data/*.jsonl");
+    if (c.Usable(base + ".weight") && !(sources[i].weight > 0)) {
+      c.Error(base + ".weight", "must be > 0 (got " + Str(sources[i].weight) +
+                                    "); a source's share of the samples is weight / the sum "
+                                    "of weights, e.g. 1; remove a source to leave it out");
+    }
+    CheckFields(base, sources[i].format, sources[i].fields, c);
+  }
+}
+
 void CheckData(const JobSpec& s, Checker& c) {
   const DataSpec& d = s.data;
-  c.Required("spec.data.path", d.path, "path to a .jsonl file");
+  if (d.sources.empty()) {
+    c.Required("spec.data.path", d.path, "path to a .jsonl file");
+  } else if (!d.path.empty()) {
+    c.Error("spec.data.sources", "set either path or sources, not both (got path '" + d.path +
+                                     "'); list that file as one of the sources");
+  }
+  CheckSources(d.sources, c);
   c.InRange("spec.data.maxLength", d.max_length_tokens, 0, kMaxSequenceTokens);
   c.InRange("spec.data.maxLineBytes", d.max_line_bytes, kMinMaxLineBytes, kMaxMaxLineBytes);
   CheckFields("spec.data", d.format, d.fields, c);
-  const bool text = IsTextFormat(d.format);
+  bool text = d.sources.empty() && IsTextFormat(d.format);
+  for (const DataSourceSpec& source : d.sources) text |= IsTextFormat(source.format);
   if (text && d.tokenizer.empty() && !s.model.weights.empty()) {
     c.Error("spec.data.tokenizer",
             std::string("required: ") + DataFormatName(d.format) +

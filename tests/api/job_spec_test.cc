@@ -47,7 +47,8 @@ JobSpec EverythingSet() {
             "/models/qwen2.5",
             "{%- for m in messages %}\n  {{- m.content + '\\n' }}\n{% endfor %}",
             int64_t{1} << 20,
-            {{"text", "body"}}};
+            {{"text", "body"}},
+            {}};
   s.parallelism = {2, 4, 2, 4};
   s.scheduler = {scheduler::Policy::kBalancedCp, false, 26624, 40, 1, 12345, "/profiles/h100.json"};
   TrainingSpec& t = s.training;

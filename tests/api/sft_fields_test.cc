@@ -109,3 +109,66 @@ TEST(RecordFormats, FieldsOutsideTheFormatAreAllReportedWithTheKeysItHas) {
 
 }  // namespace
 }  // namespace skrull::api
+
+namespace skrull::api {
+namespace {
+
+constexpr char kTwoSources[] =
+    "[{path: a/*.jsonl, weight: 3}, {path: /abs/b.jsonl.gz, format: alpaca, weight: 0.5, "
+    "fields: {output: response}}]";
+
+TEST(Sources, ReplacePathTakeTheDataFormatAndRoundTrip) {
+  const JobSpec s = MustLoad(JobYaml()
+                                 .Remove("spec.data.path")
+                                 .Set("spec.data.format", "text-jsonl")
+                                 .Set("spec.data.sources", kTwoSources)
+                                 .Text());
+  ASSERT_EQ(s.data.sources.size(), 2u);
+  EXPECT_EQ(s.data.sources[0].path, "a/*.jsonl");
+  EXPECT_EQ(s.data.sources[0].format, DataFormat::kTextJsonl);  // from spec.data.format
+  EXPECT_EQ(s.data.sources[0].weight, 3.0);
+  EXPECT_EQ(s.data.sources[1].format, DataFormat::kAlpaca);
+  EXPECT_EQ(s.data.sources[1].fields.at("output"), "response");
+  EXPECT_EQ(MustLoad(ToYaml(s)), s);
+  EXPECT_NE(DescribeJobSpec(s).find("data a/*.jsonl (text-jsonl, weight 3), /abs/b.jsonl.gz "
+                                    "(alpaca, weight 0.5)"),
+            std::string::npos)
+      << DescribeJobSpec(s);
+  const StatusOr<JobSpec> based =
+      LoadJobSpec(JobYaml().Remove("spec.data.path").Set("spec.data.sources", kTwoSources).Text(),
+                  "<test>", "/jobs");
+  ASSERT_TRUE(based.ok()) << based.status();
+  EXPECT_EQ(based->data.sources[0].path, "/jobs/a/*.jsonl");
+  EXPECT_EQ(based->data.sources[1].path, "/abs/b.jsonl.gz");
+}
+
+TEST(Sources, BadSourcesAreAllReportedNamingFieldValueAndFix) {
+  EXPECT_EQ(
+      LoadErrors(
+          JobYaml()
+              .Remove("spec.data.path")
+              .Set("spec.data.sources",
+                   "[{path: a.jsonl, weight: 0}, {weight: -2}, {path: c, fields: {x: y}}, 5]")
+              .Text()),
+      (std::vector<std::string>{
+          "spec.data.sources[0].weight: must be > 0 (got 0); a source's share of the samples is "
+          "weight / the sum of weights, e.g. 1; remove a source to leave it out",
+          "spec.data.sources[1].path: required: a .jsonl or .jsonl.gz file, a directory of them, "
+          "or a "
+          "glob such as data/*.jsonl",
+          "spec.data.sources[1].weight: must be > 0 (got -2); a source's share of the samples is "
+          "weight / the sum of weights, e.g. 1; remove a source to leave it out",
+          "spec.data.sources[2].fields.x: format tokenized-jsonl has no fields to map (its "
+          "records hold token ids); remove fields or use a text format",
+          "spec.data.sources[3]: expected a mapping, got '5'"}));
+  EXPECT_EQ(LoadErrors(JobYaml().Set("spec.data.sources", "[{path: b.jsonl}]").Text()),
+            std::vector<std::string>{"spec.data.sources: set either path or sources, not both "
+                                     "(got path 'data/train.jsonl'); list that file as one of "
+                                     "the sources"});
+  EXPECT_EQ(
+      LoadErrors(JobYaml().Set("spec.data.sources", "{path: b}").Text()),
+      std::vector<std::string>{"spec.data.sources: expected a list of mappings, got a mapping"});
+}
+
+}  // namespace
+}  // namespace skrull::api

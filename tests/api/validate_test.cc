@@ -114,9 +114,11 @@ TEST(Validate, Data) {
   const BadField cases[] = {
       {"spec.data.path", "''", "spec.data.path: required: path to a .jsonl file"},
       {"spec.data.format", "jsonl",
-       "spec.data.format: must be one of tokenized-jsonl, text-jsonl, alpaca, sharegpt (got 'jsonl')"},
+       "spec.data.format: must be one of tokenized-jsonl, text-jsonl, alpaca, sharegpt (got "
+       "'jsonl')"},
       {"spec.data.format", "text_jsonl",
-       "spec.data.format: must be one of tokenized-jsonl, text-jsonl, alpaca, sharegpt (got 'text_jsonl'); did you "
+       "spec.data.format: must be one of tokenized-jsonl, text-jsonl, alpaca, sharegpt (got "
+       "'text_jsonl'); did you "
        "mean 'text-jsonl'?"},
       {"spec.data.maxLength", "-1", "spec.data.maxLength: must be in 0..2147483647 (got -1)"},
       {"spec.data.maxLength", "32KB",

@@ -10,6 +10,10 @@ skrull_test(trainer_data_dataset_test
 skrull_test(trainer_data_record_format_test
   SOURCES data_record_format_test.cc
   DEPS skrull_data)
+# Several sources mixed by weight (spec.data.sources).
+skrull_test(trainer_data_mixture_test
+  SOURCES data_mixture_test.cc
+  DEPS skrull_data)
 skrull_test(trainer_data_sampler_test
   SOURCES data_sampler_test.cc
   DEPS skrull_data)
