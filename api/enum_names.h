@@ -32,6 +32,8 @@ static_assert(std::size(kSchedulerPolicyNames) == std::size(kJobPolicies));
 inline constexpr EnumName<DataFormat> kDataFormatNames[] = {
     {DataFormat::kTokenizedJsonl, "tokenized-jsonl"},
     {DataFormat::kTextJsonl, "text-jsonl"},
+    {DataFormat::kAlpaca, "alpaca"},
+    {DataFormat::kShareGpt, "sharegpt"},
 };
 inline constexpr EnumName<OverLengthPolicy> kOverLengthPolicyNames[] = {
     {OverLengthPolicy::kError, "error"},

@@ -19,6 +19,20 @@
 namespace skrull::api {
 
 const char* DataFormatName(DataFormat f) { return NameOf(kDataFormatNames, f); }
+
+std::vector<std::string> MappableFields(DataFormat f) {
+  switch (f) {
+    case DataFormat::kTokenizedJsonl:
+      return {};
+    case DataFormat::kTextJsonl:
+      return {"text", "messages", "role", "content"};
+    case DataFormat::kAlpaca:
+      return {"instruction", "input", "output", "system"};
+    case DataFormat::kShareGpt:
+      return {"conversations", "from", "value", "system", "human", "gpt"};
+  }
+  return {};
+}
 const char* OverLengthPolicyName(OverLengthPolicy p) { return NameOf(kOverLengthPolicyNames, p); }
 const char* MalformedPolicyName(MalformedPolicy p) { return NameOf(kMalformedPolicyNames, p); }
 const char* LrScheduleName(LrSchedule s) { return NameOf(kLrScheduleNames, s); }
@@ -27,6 +41,11 @@ const char* CleanPodPolicyName(CleanPodPolicy p) { return NameOf(kCleanPodPolicy
 
 const char* DefaultImageTag() { return SKRULL_VERSION; }
 
+bool operator==(const DataSourceSpec& a, const DataSourceSpec& b) {
+  return std::tie(a.path, a.format, a.weight, a.fields) ==
+         std::tie(b.path, b.format, b.weight, b.fields);
+}
+
 namespace {
 
 auto Fields(const LoraSpec& l) { return std::tie(l.rank, l.alpha, l.target_modules); }
@@ -34,7 +53,7 @@ auto Fields(const ModelSpec& m) { return std::tie(m.config, m.weights, m.seed); 
 auto Fields(const DataSpec& d) {
   return std::tie(d.path, d.format, d.max_length_tokens, d.over_length, d.malformed, d.tokenizer,
                   d.chat_template, d.max_line_bytes, d.template_max_bytes, d.template_max_steps,
-                  d.template_max_seconds);
+                  d.template_max_seconds, d.fields, d.sources);
 }
 auto Fields(const ParallelismSpec& p) {
   return std::tie(p.nodes, p.procs_per_node, p.data_parallel, p.context_parallel);
@@ -44,7 +63,7 @@ auto Fields(const SchedulerSpec& s) {
                   s.micro_batch_size, s.seed, s.hardware_profile);
 }
 auto Fields(const TrainingSpec& t) {
-  return std::tie(t.steps, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,
+  return std::tie(t.steps, t.epochs, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,
                   t.weight_decay, t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.grad_clip,
                   t.precision, t.checkpoint_every, t.output_dir, t.resume_from, t.log_every,
                   t.zero_stage);
@@ -88,6 +107,7 @@ void ResolvePaths(const std::string& base_dir, JobSpec* spec) {
   spec->model.config = Resolve(base_dir, spec->model.config);
   spec->model.weights = Resolve(base_dir, spec->model.weights);
   spec->data.path = Resolve(base_dir, spec->data.path);
+  for (DataSourceSpec& source : spec->data.sources) source.path = Resolve(base_dir, source.path);
   spec->data.tokenizer = Resolve(base_dir, spec->data.tokenizer);
   spec->scheduler.hardware_profile = Resolve(base_dir, spec->scheduler.hardware_profile);
   spec->training.output_dir = Resolve(base_dir, spec->training.output_dir);
@@ -204,7 +224,9 @@ std::string DescribeJobSpec(const JobSpec& spec) {
   if (!s.hardware_profile.empty()) text += ", plans priced with " + s.hardware_profile;
   text += "; global batch " + plural(int64_t{s.batch_size} * p.data_parallel, "sequence") +
           " (batchSize " + std::to_string(s.batch_size) + " x dataParallel " +
-          std::to_string(p.data_parallel) + "). Training " + plural(t.steps, "step") +
+          std::to_string(p.data_parallel) + "). Training " +
+          (t.epochs > 0 ? plural(t.epochs, "epoch") + " (steps derived from the data size)"
+                        : plural(t.steps, "step")) +
           ", learning rate " + FormatDouble(t.learning_rate) + " (" + LrScheduleName(t.schedule) +
           ", " + plural(t.warmup_steps, "warmup step") + "), " + PrecisionName(t.precision) + ", ";
   if (spec.model.lora) {
@@ -213,8 +235,17 @@ std::string DescribeJobSpec(const JobSpec& spec) {
   } else {
     text += "full fine-tuning";
   }
-  text += ". Model " + spec.model.config + ", data " + spec.data.path + " (" +
-          DataFormatName(spec.data.format) + "), output " + t.output_dir + ".";
+  text += ". Model " + spec.model.config + ", data ";
+  if (spec.data.sources.empty()) {
+    text += spec.data.path + " (" + std::string(DataFormatName(spec.data.format)) + ")";
+  } else {
+    for (size_t i = 0; i < spec.data.sources.size(); ++i) {
+      const DataSourceSpec& source = spec.data.sources[i];
+      text += (i == 0 ? "" : ", ") + source.path + " (" + DataFormatName(source.format) +
+              ", weight " + FormatDouble(source.weight) + ")";
+    }
+  }
+  text += ", output " + t.output_dir + ".";
   return text;
 }
 

@@ -102,12 +102,41 @@ struct ModelSpec {
   std::optional<LoraSpec> lora;  // absent = full fine-tuning
 };
 
-enum class DataFormat { kTokenizedJsonl, kTextJsonl };
+// The record formats of a data file (docs/job-spec.md, spec.data.format).
+// Every format but tokenized-jsonl holds text for the tokenizer; alpaca and
+// sharegpt records become chat messages, so their loss mask follows the chat
+// template as text-jsonl's messages do.
+enum class DataFormat { kTokenizedJsonl, kTextJsonl, kAlpaca, kShareGpt };
+
+// Whether records of `f` hold text (tokenized by spec.data.tokenizer or the
+// byte tokenizer) rather than token ids.
+inline bool IsTextFormat(DataFormat f) { return f != DataFormat::kTokenizedJsonl; }
+
+// The names spec.data.fields may map for format `f` (empty for
+// tokenized-jsonl): the format's own keys, and for sharegpt the role values
+// `human` and `gpt`.
+std::vector<std::string> MappableFields(DataFormat f);
 enum class OverLengthPolicy { kError, kTruncate, kSkip };
 enum class MalformedPolicy { kError, kSkip };
 
+// One entry of spec.data.sources: a data set drawn from by weight.
+struct DataSourceSpec {
+  // A .jsonl or .jsonl.gz file, a directory (its .jsonl and .jsonl.gz files,
+  // not recursive) or a glob of such files (`*`, `?`, `[...]` in the last
+  // part). Resolved like the other paths.
+  std::string path;
+  // Written or not, a source has a format: when the document leaves it out it
+  // takes spec.data.format.
+  DataFormat format = DataFormat::kTokenizedJsonl;
+  // Share of the samples: source i fills weight_i / sum(weights) of every
+  // global batch on average (docs/job-spec.md, spec.data.sources). > 0.
+  double weight = 1.0;
+  std::map<std::string, std::string> fields;  // as DataSpec::fields, for this source
+};
+bool operator==(const DataSourceSpec& a, const DataSourceSpec& b);
+
 struct DataSpec {
-  std::string path;  // a .jsonl file
+  std::string path;  // a .jsonl file; empty when `sources` lists the data
   DataFormat format = DataFormat::kTokenizedJsonl;
   // Longest sample in tokens; 0 = bounded only by what the scheduler can
   // place (bucketSize x contextParallel).
@@ -133,6 +162,13 @@ struct DataSpec {
   int64_t template_max_bytes = kDefaultTemplateMaxBytes;
   int64_t template_max_steps = kDefaultTemplateMaxSteps;
   double template_max_seconds = kDefaultTemplateMaxSeconds;
+  // YAML: fields. Field mapping: a format's standard name -> the name this
+  // file uses (e.g. alpaca {instruction: prompt, output: response}); names
+  // not listed keep their standard name. Keys from MappableFields(format).
+  std::map<std::string, std::string> fields;
+  // YAML: sources. Several data sets mixed by weight, instead of `path`
+  // (exactly one of the two). Empty = the single `path`.
+  std::vector<DataSourceSpec> sources;
 };
 
 struct ParallelismSpec {
@@ -173,7 +209,13 @@ enum class LrSchedule { kCosine, kLinear, kConstant };
 enum class Precision { kFp32, kBf16 };
 
 struct TrainingSpec {
+  // Optimizer steps of the run, or 0 when `epochs` sets the length instead
+  // (exactly one of the two is set; a document with neither gets 100).
   int64_t steps = 100;
+  // Passes over the training data; 0 = not set (steps sets the length). With
+  // epochs the trainer derives steps = ceil(epochs x samples / global batch)
+  // once the data is indexed (DerivedSteps, trainer/train/epochs.h).
+  int64_t epochs = 0;
   double learning_rate = 1e-4;  // peak LR after warmup
   int64_t warmup_steps = 0;
   LrSchedule schedule = LrSchedule::kCosine;

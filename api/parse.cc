@@ -47,6 +47,16 @@ void ParseData(MapReader& m, DataSpec* data) {
   m.Read("templateMaxBytes", &data->template_max_bytes);
   m.Read("templateMaxSteps", &data->template_max_steps);
   m.Read("templateMaxSeconds", &data->template_max_seconds);
+  m.ReadStringMap("fields", &data->fields);
+  m.ReadMapList("sources", [data](MapReader& item, size_t) {
+    DataSourceSpec source;
+    source.format = data->format;  // a source without `format` takes spec.data.format
+    item.Read("path", &source.path);
+    item.ReadEnum("format", kDataFormatNames, &source.format);
+    item.Read("weight", &source.weight);
+    item.ReadStringMap("fields", &source.fields);
+    data->sources.push_back(std::move(source));
+  });
 }
 
 void ParseParallelism(MapReader& m, ParallelismSpec* p) {
@@ -67,6 +77,9 @@ void ParseScheduler(MapReader& m, SchedulerSpec* s) {
 
 void ParseTraining(MapReader& m, TrainingSpec* t) {
   m.Read("steps", &t->steps);
+  m.Read("epochs", &t->epochs);
+  // epochs without steps: the length comes from the data (steps 0 = derived).
+  if (m.Has("epochs") && !m.Has("steps")) t->steps = 0;
   m.Read("learningRate", &t->learning_rate);
   m.Read("warmupSteps", &t->warmup_steps);
   m.ReadEnum("schedule", kLrScheduleNames, &t->schedule);

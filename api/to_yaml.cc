@@ -72,6 +72,19 @@ class Writer {
     Node(YAML::Load(json));
     return *this;
   }
+  // A list of mappings: BeginList, then BeginItem ... End per item, EndList.
+  Writer& BeginList(const char* key) {
+    out_ << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+    return *this;
+  }
+  Writer& BeginItem() {
+    out_ << YAML::BeginMap;
+    return *this;
+  }
+  Writer& EndList() {
+    out_ << YAML::EndSeq;
+    return *this;
+  }
   Writer& Begin(const char* key) {
     out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
     return *this;
@@ -161,6 +174,19 @@ std::string ToYaml(const JobSpec& s) {
   if (d.template_max_seconds != kDefaultTemplateMaxSeconds) {
     w.Num("templateMaxSeconds", d.template_max_seconds);
   }
+  if (!d.fields.empty()) w.Map("fields", d.fields);
+  if (!d.sources.empty()) {
+    w.BeginList("sources");
+    for (const DataSourceSpec& source : d.sources) {
+      w.BeginItem()
+          .Str("path", source.path)
+          .Raw("format", DataFormatName(source.format))
+          .Num("weight", source.weight);
+      if (!source.fields.empty()) w.Map("fields", source.fields);
+      w.End();
+    }
+    w.EndList();
+  }
   w.End();
 
   const ParallelismSpec& p = s.parallelism;
@@ -188,9 +214,15 @@ std::string ToYaml(const JobSpec& s) {
   w.End();
 
   const TrainingSpec& t = s.training;
-  w.Begin("training")
-      .Int("steps", t.steps)
-      .Num("learningRate", t.learning_rate)
+  w.Begin("training");
+  // epochs only when set: a document without it stays as it was before the
+  // field existed (and so does JobSpecHash).
+  if (t.epochs > 0) {
+    w.Int("epochs", t.epochs);
+  } else {
+    w.Int("steps", t.steps);
+  }
+  w.Num("learningRate", t.learning_rate)
       .Int("warmupSteps", t.warmup_steps)
       .Raw("schedule", LrScheduleName(t.schedule))
       .Num("minLrRatio", t.min_lr_ratio)

@@ -143,9 +143,51 @@ void CheckModel(const ModelSpec& m, Checker& c) {
   }
 }
 
+// <section>.fields: keys from MappableFields(format), non-empty names.
+void CheckFields(const std::string& section, DataFormat format,
+                 const std::map<std::string, std::string>& fields, Checker& c) {
+  const std::vector<std::string> allowed = MappableFields(format);
+  for (const auto& [key, name] : fields) {
+    const std::string path = section + ".fields." + key;
+    if (allowed.empty()) {
+      c.Error(path, std::string("format ") + DataFormatName(format) +
+                        " has no fields to map (its records hold token ids); remove "
+                        "fields or use a text format");
+    } else if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      c.Error(path, std::string("is not a field of format ") + DataFormatName(format) +
+                        "; map one of " + JoinNames(allowed) + DidYouMean(key, allowed));
+    } else if (name.empty()) {
+      c.Error(path, "is empty; name the field this data uses for '" + key + "'");
+    }
+  }
+}
+
+// spec.data.sources[i]: a path, a positive weight, fields of its format.
+void CheckSources(const std::vector<DataSourceSpec>& sources, Checker& c) {
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const std::string base = "spec.data.sources[" + std::to_string(i) + "]";
+    if (!c.Usable(base)) continue;
+    c.Required(base + ".path", sources[i].path,
+               "a .jsonl or .jsonl.gz file, a directory of them, or a glob such as "
+               "data/*.jsonl");
+    if (c.Usable(base + ".weight") && !(sources[i].weight > 0)) {
+      c.Error(base + ".weight", "must be > 0 (got " + Str(sources[i].weight) +
+                                    "); a source's share of the samples is weight / the sum "
+                                    "of weights, e.g. 1; remove a source to leave it out");
+    }
+    CheckFields(base, sources[i].format, sources[i].fields, c);
+  }
+}
+
 void CheckData(const JobSpec& s, Checker& c) {
   const DataSpec& d = s.data;
-  c.Required("spec.data.path", d.path, "path to a .jsonl file");
+  if (d.sources.empty()) {
+    c.Required("spec.data.path", d.path, "path to a .jsonl file");
+  } else if (!d.path.empty()) {
+    c.Error("spec.data.sources", "set either path or sources, not both (got path '" + d.path +
+                                     "'); list that file as one of the sources");
+  }
+  CheckSources(d.sources, c);
   c.InRange("spec.data.maxLength", d.max_length_tokens, 0, kMaxSequenceTokens);
   c.InRange("spec.data.maxLineBytes", d.max_line_bytes, kMinMaxLineBytes, kMaxMaxLineBytes);
   c.InRange("spec.data.templateMaxBytes", d.template_max_bytes, int64_t{1} << 20,
@@ -153,17 +195,20 @@ void CheckData(const JobSpec& s, Checker& c) {
   c.InRange("spec.data.templateMaxSteps", d.template_max_steps, 10000, kMaxTemplateMaxSteps);
   c.InRange("spec.data.templateMaxSeconds", d.template_max_seconds, 0, false,
             kMaxTemplateMaxSeconds, true);
-  const bool text = d.format == DataFormat::kTextJsonl;
+  CheckFields("spec.data", d.format, d.fields, c);
+  bool text = d.sources.empty() && IsTextFormat(d.format);
+  for (const DataSourceSpec& source : d.sources) text |= IsTextFormat(source.format);
   if (text && d.tokenizer.empty() && !s.model.weights.empty()) {
     c.Error("spec.data.tokenizer",
-            "required: text-jsonl with pretrained weights (spec.model.weights) needs the model's "
-            "own tokenizer; set spec.data.tokenizer to the model folder or its tokenizer.json "
-            "(the built-in byte tokenizer's ids mean nothing to a pretrained model)");
+            std::string("required: ") + DataFormatName(d.format) +
+                " with pretrained weights (spec.model.weights) needs the model's "
+                "own tokenizer; set spec.data.tokenizer to the model folder or its tokenizer.json "
+                "(the built-in byte tokenizer's ids mean nothing to a pretrained model)");
   }
   if (!text && !d.tokenizer.empty()) {
     c.Error("spec.data.tokenizer",
-            "only used with spec.data.format: text-jsonl (tokenized-jsonl already holds ids); "
-            "remove it or switch the format");
+            "only used with spec.data.format: text-jsonl, alpaca or sharegpt (tokenized-jsonl "
+            "already holds ids); remove it or switch the format");
   }
   if (!d.chat_template.empty() && d.tokenizer.empty()) {
     c.Error("spec.data.chatTemplate",
@@ -280,9 +325,25 @@ void CheckScheduler(const SchedulerSpec& s, const ParallelismSpec& p, Checker& c
   CheckMicroBatchSize(s, c);
 }
 
+// steps or epochs, exactly one (steps 0 = derived from epochs by the trainer).
+void CheckLength(const TrainingSpec& t, Checker& c) {
+  const std::string base = "spec.training.";
+  if (t.epochs == 0) {
+    // A rejected epochs left steps 0 (derived); that is not a second problem.
+    if (c.Usable(base + "epochs")) c.InRange(base + "steps", t.steps, 1, kMaxSteps);
+    return;
+  }
+  c.InRange(base + "epochs", t.epochs, 1, kMaxSteps);
+  if (t.steps != 0 && c.Usable(base + "steps")) {
+    c.Error(base + "epochs", "set either steps or epochs, not both (got steps " + Str(t.steps) +
+                                 " and epochs " + Str(t.epochs) +
+                                 "); remove one: epochs derives steps from the data size");
+  }
+}
+
 void CheckTraining(const TrainingSpec& t, Checker& c) {
   const std::string base = "spec.training.";
-  c.InRange(base + "steps", t.steps, 1, kMaxSteps);
+  CheckLength(t, c);
   c.Positive(base + "learningRate", t.learning_rate);
   c.InRange(base + "warmupSteps", t.warmup_steps, 0, kMaxSteps);
   if (c.Complete("spec.training") && c.Usable(base + "steps") && c.Usable(base + "warmupSteps") &&

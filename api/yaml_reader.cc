@@ -614,6 +614,30 @@ void MapReader::ReadObject(std::string_view key, bool list, const char* required
   if (names != nullptr) *names = std::move(found);
 }
 
+void MapReader::ReadMapList(std::string_view key,
+                            const std::function<void(MapReader&, size_t)>& each) {
+  const Entry* e = Claim(key);
+  if (e == nullptr) return;
+  if (!e->value.IsSequence()) {
+    Reject(*e, "expected a list of mappings, got " + DescribeValue(e->value));
+    return;
+  }
+  const std::string path = PathOf(key);
+  for (size_t i = 0; i < e->value.size(); ++i) {
+    const YAML::Node item = e->value[i];
+    const std::string item_path = path + "[" + std::to_string(i) + "]";
+    index_->positions[item_path] = PositionOf(item);
+    if (!item.IsMap()) {
+      diag_->Add(PositionOf(item), item_path, "expected a mapping, got " + DescribeValue(item));
+      index_->invalid.insert(item_path);
+      continue;
+    }
+    MapReader reader(item, item_path, index_, diag_);
+    each(reader, i);
+    reader.Finish();
+  }
+}
+
 MapReader MapReader::Child(std::string_view key) {
   const Entry* e = Claim(key);
   YAML::Node node;

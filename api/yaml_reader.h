@@ -22,6 +22,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -113,6 +114,10 @@ class MapReader {
   }
   // A list of scalars. Element paths are `<key>[i]`.
   void ReadStringList(std::string_view key, std::vector<std::string>* out);
+  // A list of mappings: `each(item, i)` reads item i (path `key[i]`), which
+  // is finished after it. A value that is not a list, or an item that is not
+  // a mapping, is reported and skipped.
+  void ReadMapList(std::string_view key, const std::function<void(MapReader&, size_t)>& each);
   // A mapping of scalar keys to scalar values. Entry paths are `<key>[<k>]`.
   void ReadStringMap(std::string_view key, std::map<std::string, std::string>* out);
 

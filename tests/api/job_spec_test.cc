@@ -46,7 +46,9 @@ JobSpec EverythingSet() {
             MalformedPolicy::kSkip,
             "/models/qwen2.5",
             "{%- for m in messages %}\n  {{- m.content + '\\n' }}\n{% endfor %}",
-            int64_t{1} << 20};
+            int64_t{1} << 20,
+            {{"text", "body"}},
+            {}};
   s.parallelism = {2, 4, 2, 4};
   s.scheduler = {scheduler::Policy::kBalancedCp, false, 26624, 40, 1, 12345, "/profiles/h100.json"};
   TrainingSpec& t = s.training;

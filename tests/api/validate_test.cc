@@ -114,9 +114,11 @@ TEST(Validate, Data) {
   const BadField cases[] = {
       {"spec.data.path", "''", "spec.data.path: required: path to a .jsonl file"},
       {"spec.data.format", "jsonl",
-       "spec.data.format: must be one of tokenized-jsonl, text-jsonl (got 'jsonl')"},
+       "spec.data.format: must be one of tokenized-jsonl, text-jsonl, alpaca, sharegpt (got "
+       "'jsonl')"},
       {"spec.data.format", "text_jsonl",
-       "spec.data.format: must be one of tokenized-jsonl, text-jsonl (got 'text_jsonl'); did you "
+       "spec.data.format: must be one of tokenized-jsonl, text-jsonl, alpaca, sharegpt (got "
+       "'text_jsonl'); did you "
        "mean 'text-jsonl'?"},
       {"spec.data.maxLength", "-1", "spec.data.maxLength: must be in 0..2147483647 (got -1)"},
       {"spec.data.maxLength", "32KB",
@@ -127,8 +129,8 @@ TEST(Validate, Data) {
       {"spec.data.onMalformed", "ignore",
        "spec.data.onMalformed: must be one of error, skip (got 'ignore')"},
       {"spec.data.tokenizer", "models/qwen",
-       "spec.data.tokenizer: only used with spec.data.format: text-jsonl (tokenized-jsonl "
-       "already holds ids); remove it or switch the format"},
+       "spec.data.tokenizer: only used with spec.data.format: text-jsonl, alpaca or sharegpt "
+       "(tokenized-jsonl already holds ids); remove it or switch the format"},
       {"spec.data.tokenizer", "[a]", "spec.data.tokenizer: expected a string, got a list"},
   };
   for (const BadField& c : cases) ExpectOnlyError(c);

@@ -6,6 +6,14 @@ skrull_test(trainer_data_tokenizer_test
 skrull_test(trainer_data_dataset_test
   SOURCES data_dataset_test.cc data_dataset_limits_test.cc data_jsonl_record_test.cc
   DEPS skrull_data)
+# Alpaca, ShareGPT and field-mapped records (docs/job-spec.md, spec.data.format).
+skrull_test(trainer_data_record_format_test
+  SOURCES data_record_format_test.cc
+  DEPS skrull_data)
+# Several sources mixed by weight (spec.data.sources).
+skrull_test(trainer_data_mixture_test
+  SOURCES data_mixture_test.cc
+  DEPS skrull_data)
 skrull_test(trainer_data_sampler_test
   SOURCES data_sampler_test.cc
   DEPS skrull_data)

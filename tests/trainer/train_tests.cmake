@@ -12,6 +12,12 @@ skrull_test(train_zero_test
   DEPS skrull_train
   LABELS unit)
 
+# What SFT users expect from other trainers (docs/job-spec.md): epochs,
+# weighted sources, record formats, validation loss, TensorBoard.
+skrull_test(train_sft_test
+  SOURCES train_epochs_test.cc train_sources_test.cc
+  DEPS skrull_train
+  TIMEOUT 600)
 skrull_test(train_trainer_test
   SOURCES train_trainer_test.cc
   DEPS skrull_train

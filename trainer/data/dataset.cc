@@ -18,6 +18,7 @@
 #include "trainer/data/jsonl_record.h"
 #include "trainer/data/line_reader.h"
 #include "trainer/data/parallel_parse.h"
+#include "trainer/data/record_format.h"
 
 namespace skrull::data {
 
@@ -25,7 +26,12 @@ namespace {
 
 Status ParseLine(const DatasetOptions& options, const tokenizer::TextEncoder* encoder,
                  std::string_view line, TokenRecord* record) {
-  if (options.format == api::DataFormat::kTextJsonl) {
+  if (NeedsRewrite(options.format, options.fields)) {
+    SKRULL_ASSIGN_OR_RETURN(std::string text,
+                            RewriteAsTextRecord(line, options.format, options.fields));
+    return ParseTextLine(text, record, encoder, options.vocab_size);
+  }
+  if (api::IsTextFormat(options.format)) {
     return ParseTextLine(line, record, encoder, options.vocab_size);
   }
   return ParseTokenizedLine(line, options.vocab_size, record);
@@ -37,7 +43,17 @@ bool IsBlank(std::string_view line) {
 }
 
 const char* FormatName(api::DataFormat f) {
-  return f == api::DataFormat::kTextJsonl ? "text-jsonl" : "tokenized-jsonl";
+  switch (f) {
+    case api::DataFormat::kTokenizedJsonl:
+      return "tokenized-jsonl";
+    case api::DataFormat::kTextJsonl:
+      return "text-jsonl";
+    case api::DataFormat::kAlpaca:
+      return "alpaca";
+    case api::DataFormat::kShareGpt:
+      return "sharegpt";
+  }
+  return "?";
 }
 
 Status ValidateOptions(const DatasetOptions& o) {
@@ -61,14 +77,14 @@ Status ValidateOptions(const DatasetOptions& o) {
     problems.push_back("vocab_size: must be >= 0 (0 = unchecked), got " +
                        std::to_string(o.vocab_size));
   }
-  if (o.format == api::DataFormat::kTextJsonl && o.tokenizer.empty() && o.vocab_size > 0 &&
+  if (api::IsTextFormat(o.format) && o.tokenizer.empty() && o.vocab_size > 0 &&
       o.vocab_size < kByteVocabSize) {
-    problems.push_back(
-        "spec.data.format: text-jsonl uses the byte tokenizer (256 ids) but the "
-        "model's vocab_size is " +
-        std::to_string(o.vocab_size) +
-        "; use a model with vocab_size >= 256 or pre-tokenized data "
-        "(tokenized-jsonl)");
+    problems.push_back(std::string("spec.data.format: ") + FormatName(o.format) +
+                       " uses the byte tokenizer (256 ids) but the "
+                       "model's vocab_size is " +
+                       std::to_string(o.vocab_size) +
+                       "; use a model with vocab_size >= 256 or pre-tokenized data "
+                       "(tokenized-jsonl)");
   }
   if (problems.empty()) return OkStatus();
   std::string msg = "invalid data options:";
@@ -116,6 +132,7 @@ DatasetOptions DatasetOptionsFromSpec(const api::DataSpec& spec, int32_t vocab_s
   o.tokenizer = spec.tokenizer;
   o.chat_template = spec.chat_template;
   o.max_line_bytes = spec.max_line_bytes;
+  o.fields = spec.fields;
   return o;
 }
 
@@ -148,7 +165,7 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
     return IoError(path + ": cannot open: " + std::strerror(err));
   }
   std::unique_ptr<Dataset> ds(new Dataset(options, fd));
-  if (options.format == api::DataFormat::kTextJsonl && !options.tokenizer.empty()) {
+  if (api::IsTextFormat(options.format) && !options.tokenizer.empty()) {
     auto encoder = tokenizer::TextEncoder::Load({options.tokenizer, options.chat_template});
     if (!encoder.ok()) return encoder.status().WithContext("spec.data.tokenizer");
     ds->encoder_ = std::move(*encoder);
@@ -160,8 +177,8 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
   }
 
   // The cache key hashes every byte, so only a regular file (which ends) is cached.
-  const bool cache = options.cache_index && options.format == api::DataFormat::kTextJsonl &&
-                     stat_ok && S_ISREG(st.st_mode);
+  const bool cache =
+      options.cache_index && api::IsTextFormat(options.format) && stat_ok && S_ISREG(st.st_mode);
   uint64_t key = 0;
   if (cache) {
     SKRULL_ASSIGN_OR_RETURN(key, ds->IndexKey());

@@ -10,6 +10,8 @@
 //   tokenized-jsonl  {"input_ids": [ints], "labels": [ints]}; labels are
 //                    optional (absent or null = every token is a label),
 //                    unshifted, -100 masks a token; other keys are ignored.
+//   alpaca, sharegpt and text-jsonl with spec.data.fields: rewritten as a
+//                    text-jsonl record first (record_format.h).
 //   text-jsonl       {"text": "..."} or {"messages": [{"role":
 //                    "system|user|assistant", "content": "..."}]}, encoded by
 //                    the Hugging Face tokenizer in `tokenizer` (model's chat
@@ -38,6 +40,7 @@
 #define SKRULL_TRAINER_DATA_DATASET_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,6 +79,9 @@ struct DatasetOptions {
   // and a chat template replacing the model's ("" = the model's).
   std::string tokenizer;
   std::string chat_template;
+  // alpaca, sharegpt, text-jsonl: standard field name -> the name the file
+  // uses (spec.data.fields; record_format.h).
+  std::map<std::string, std::string> fields;
   // Threads that parse lines while indexing; 0 = one per core.
   int threads = 0;
   // text-jsonl: keep the index in PATH.skrull-index (regular files only),

@@ -70,6 +70,7 @@ StatusOr<uint64_t> Dataset::IndexKey() const {
       std::to_string(static_cast<int>(options_.over_length)) + "/" +
       std::to_string(static_cast<int>(options_.malformed)) + "/" +
       std::to_string(options_.vocab_size));
+  for (const auto& [key, name] : options_.fields) mix(key + "=" + name);
   std::vector<char> buffer(1 << 20);
   for (off_t at = 0;;) {
     ssize_t n = ::pread(fd_, buffer.data(), buffer.size(), at);

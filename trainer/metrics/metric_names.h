@@ -28,6 +28,10 @@ inline constexpr char kMicroBatchesTotal[] = "skrull_micro_batches_total";
 inline constexpr char kSchedulerRollbacksTotal[] = "skrull_scheduler_rollbacks_total";
 inline constexpr char kSequencesTotal[] = "skrull_sequences_total";
 inline constexpr char kTimeSecondsTotal[] = "skrull_time_seconds_total";
+// Per data source of spec.data.sources (label `source` = its index), counted
+// over the global batch: the same on every rank.
+inline constexpr char kSourceSamplesTotal[] = "skrull_source_samples_total";
+inline constexpr char kSourceTokensTotal[] = "skrull_source_tokens_total";
 
 // Gauges.
 inline constexpr char kTrainStep[] = "skrull_train_step";
@@ -59,7 +63,8 @@ inline constexpr char kLabelPlacement[] = "placement";  // skrull_sequences_tota
 inline constexpr char kPlacementLocal[] = "local";
 inline constexpr char kPlacementDistributed[] = "distributed";
 
-inline constexpr char kLabelPhase[] = "phase";  // skrull_time_seconds_total
+inline constexpr char kLabelPhase[] = "phase";    // skrull_time_seconds_total
+inline constexpr char kLabelSource[] = "source";  // skrull_source_*_total
 inline constexpr char kPhaseCompute[] = "compute";
 inline constexpr char kPhaseCpCommWait[] = "cp_comm_wait";
 inline constexpr char kPhaseDpCommWait[] = "dp_comm_wait";

@@ -93,6 +93,10 @@ std::string FormatStepLine(const StepLine& line) {
   j["local_sequences"] = r.local_sequences;
   j["distributed_sequences"] = r.distributed_sequences;
   j["micro_batches"] = r.micro_batches;
+  if (!r.source_samples.empty()) {
+    j["source_samples"] = r.source_samples;
+    j["source_tokens"] = r.source_tokens;
+  }
   j["peak_flops_per_second"] = Number(r.peak_flops_per_second);
   j["tokens_per_second"] = Number(line.rates.tokens_per_second);
   j["mfu"] = Number(line.rates.mfu);

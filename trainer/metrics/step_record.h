@@ -16,6 +16,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -66,6 +67,10 @@ struct StepRecord {
   uint64_t local_sequences = 0;        // sequences this rank ran whole (not CP-sharded)
   uint64_t distributed_sequences = 0;  // sequences this rank ran as a CP shard
   uint64_t micro_batches = 0;          // micro-batches this rank ran this step
+  // Jobs with spec.data.sources: samples and tokens the step's global batch
+  // drew from each source (index = source); empty otherwise.
+  std::vector<uint64_t> source_samples;
+  std::vector<uint64_t> source_tokens;
   double peak_flops_per_second =
       0;  // the hardware profile's dense peak (e.g. 989e12 for H100 BF16)
 };

@@ -131,6 +131,8 @@ struct TrainerMetrics::Impl {
   Counter* time_cp_wait = nullptr;
   Counter* time_dp_wait = nullptr;
   Counter* time_idle = nullptr;
+  prometheus::Family<Counter>* source_samples = nullptr;  // series added per source
+  prometheus::Family<Counter>* source_tokens = nullptr;
   Gauge* step = nullptr;
   Gauge* loss = nullptr;
   Gauge* tokens_per_second = nullptr;
@@ -210,6 +212,12 @@ struct TrainerMetrics::Impl {
     time_cp_wait = &time.Add({{kLabelPhase, kPhaseCpCommWait}});
     time_dp_wait = &time.Add({{kLabelPhase, kPhaseDpCommWait}});
     time_idle = &time.Add({{kLabelPhase, kPhaseIdle}});
+    source_samples = &counter(kSourceSamplesTotal,
+                              "Samples drawn from each data source (spec.data.sources) over the "
+                              "global batch.");
+    source_tokens = &counter(kSourceTokensTotal,
+                             "Tokens drawn from each data source (spec.data.sources) over the "
+                             "global batch.");
 
     step = gauge(kTrainStep, "Global step number of the rank's last recorded step.");
     loss = gauge(kTrainLoss, "Training loss of the last step (NaN when unknown).");
@@ -322,6 +330,11 @@ Status TrainerMetrics::RecordStep(const StepRecord& r) {
     m.time_cp_wait->Increment(r.phase_seconds.cp_comm_wait);
     m.time_dp_wait->Increment(r.phase_seconds.dp_comm_wait);
     m.time_idle->Increment(r.phase_seconds.idle);
+    for (size_t i = 0; i < r.source_samples.size(); ++i) {
+      const Labels source = {{kLabelSource, std::to_string(i)}};
+      m.source_samples->Add(source).Increment(static_cast<double>(r.source_samples[i]));
+      m.source_tokens->Add(source).Increment(static_cast<double>(r.source_tokens[i]));
+    }
     m.step->Set(static_cast<double>(r.step));
     m.loss->Set(r.loss);
     m.tokens_per_second->Set(rates.tokens_per_second);

@@ -47,6 +47,7 @@ std::string TrainerStateToJson(const TrainerState& s) {
   j["step"] = s.step;
   j["sampler_seed"] = s.sampler_seed;
   j["data_position"] = s.data_position;
+  if (!s.source_cursors.empty()) j["source_cursors"] = s.source_cursors;
   j["rng_state_hex"] = s.rng_state_hex;
   json losses = json::array();
   for (double l : s.loss_history) losses.push_back(Number(l));
@@ -85,6 +86,14 @@ StatusOr<TrainerState> ParseTrainerStateJson(const std::string& text, const std:
   SKRULL_ASSIGN_OR_RETURN(s.step, f.RequiredInt("step", 0));
   SKRULL_ASSIGN_OR_RETURN(s.sampler_seed, f.RequiredUint("sampler_seed"));
   SKRULL_ASSIGN_OR_RETURN(s.data_position, f.RequiredInt("data_position"));
+  SKRULL_ASSIGN_OR_RETURN(const json* cursors, f.OptionalArray("source_cursors"));
+  for (size_t i = 0; cursors != nullptr && i < cursors->size(); ++i) {
+    const json& c = (*cursors)[i];
+    if (!c.is_number_integer() || c.get<int64_t>() < 0) {
+      return f.Error("source_cursors[" + std::to_string(i) + "]", "must be an integer >= 0", &c);
+    }
+    s.source_cursors.push_back(c.get<int64_t>());
+  }
   SKRULL_ASSIGN_OR_RETURN(s.rng_state_hex, f.RequiredString("rng_state_hex"));
   SKRULL_ASSIGN_OR_RETURN(const json* history, f.RequiredArray("loss_history"));
   for (size_t i = 0; i < history->size(); ++i) {

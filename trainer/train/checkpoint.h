@@ -52,6 +52,10 @@ struct TrainerState {
   int64_t step = 0;           // optimizer steps completed (= the next step to run)
   uint64_t sampler_seed = 0;  // spec.scheduler.seed the run sampled with
   int64_t data_position = 0;  // index of the next global batch (== step)
+  // Samples each data source has given in steps < step (MixtureSampler's
+  // state, trainer/data/mixture_sampler.h); empty in checkpoints written
+  // before sources existed (the sampler then replays to `step`).
+  std::vector<int64_t> source_cursors;
   std::string rng_state_hex;  // torch's default CPU generator state
   // Per-step losses of the last kLossHistoryTail steps; loss_history[i] is
   // the loss of step loss_history_first_step + i.

@@ -19,13 +19,14 @@
 #include "scheduler/layout.h"
 #include "scheduler/model_config.h"
 #include "scheduler/policy.h"
+#include "trainer/data/data_mixture.h"
 #include "trainer/data/dataset.h"
-#include "trainer/data/sampler.h"
 #include "trainer/metrics/oom_record.h"
 #include "trainer/metrics/trainer_metrics.h"
 #include "trainer/model/model.h"
 #include "trainer/model/torch_compat.h"
 #include "trainer/train/checkpoint.h"
+#include "trainer/train/epochs.h"
 #include "trainer/train/hardware_profile_file.h"
 #include "trainer/train/lr_schedule.h"
 #include "trainer/train/model_options.h"
@@ -127,8 +128,9 @@ class Run {
   std::unique_ptr<Optimizer> optimizer_;              // spec.training.zeroStage 0
   std::unique_ptr<ZeroOptimizer> zero_;               // zeroStage 1 or 2 (optimizer_ is null)
   LrScheduleOptions lr_;
-  std::unique_ptr<data::Dataset> dataset_;
-  std::unique_ptr<data::Sampler> sampler_;
+  std::unique_ptr<data::DataMixture> dataset_;  // spec.data.path or spec.data.sources
+  std::unique_ptr<data::MixtureSampler> sampler_;
+  int64_t total_steps_ = 0;  // spec.training.steps, or derived from epochs (epochs.h)
   std::unique_ptr<scheduler::CostModel> cost_;
   scheduler::Policy policy_ = scheduler::Policy::kSkrull;
   int64_t bucket_size_tokens_ = 0;
@@ -234,8 +236,10 @@ Status Run::SetupData() {
   if (o.max_length_tokens == 0 && o.over_length != api::OverLengthPolicy::kError) {
     o.max_length_tokens = placeable;
   }
-  SKRULL_ASSIGN_OR_RETURN(dataset_, data::Dataset::Open(o));
-  Notice("data " + job_.data.path + ": " + data::StatsSummary(dataset_->stats()));
+  SKRULL_ASSIGN_OR_RETURN(dataset_,
+                          data::DataMixture::Open(data::MixtureSourcesFromSpec(job_.data, o),
+                                                  (fs::path(output_dir_) / "data-cache").string()));
+  for (const std::string& line : dataset_->Describe()) Notice("data " + line);
   // Refuse a sample that no plan can place before training starts.
   int64_t longest = 0, longest_i = 0;
   for (int64_t i = 0; i < dataset_->size(); ++i) {
@@ -252,7 +256,10 @@ Status Run::SetupData() {
         "spec.data.onOverLength: truncate or skip");
   }
   const int64_t gbs = static_cast<int64_t>(layout_.dp()) * job_.scheduler.batch_size;
-  sampler_ = std::make_unique<data::Sampler>(dataset_->size(), gbs, job_.scheduler.seed);
+  sampler_ = dataset_->MakeSampler(gbs, job_.scheduler.seed);
+  SKRULL_ASSIGN_OR_RETURN(total_steps_, TotalSteps(job_.training, dataset_->size(), gbs));
+  lr_.total_steps = total_steps_;
+  Notice("length: " + DescribeLength(job_.training, dataset_->size(), gbs, total_steps_));
   return OkStatus();
 }
 
@@ -419,8 +426,11 @@ Status Run::Resume() {
   if (saved.sampler_seed != job_.scheduler.seed) {
     Notice("resuming with the checkpoint's sampler seed " + std::to_string(saved.sampler_seed) +
            " (spec.scheduler.seed is " + std::to_string(job_.scheduler.seed) + ")");
-    sampler_ = std::make_unique<data::Sampler>(dataset_->size(), sampler_->global_batch_size(),
-                                               saved.sampler_seed);
+    sampler_ = dataset_->MakeSampler(sampler_->global_batch_size(), saved.sampler_seed);
+  }
+  if (!saved.source_cursors.empty()) {  // else the sampler replays to the step
+    SKRULL_RETURN_IF_ERROR(sampler_->Restore({saved.step, saved.source_cursors})
+                               .WithContext((fs::path(*dir) / kTrainerStateFile).string()));
   }
   const std::string hash = state_.job_spec_hash;
   state_ = saved;
@@ -548,7 +558,7 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
 
 StatusOr<Run::PlannedStep> Run::PlanStep(int64_t step, StepStats* stats) {
   PlannedStep p;
-  p.indices = sampler_->GlobalBatch(step);
+  p.indices = dataset_->GlobalIndices(sampler_->GlobalBatch(step));
   std::vector<scheduler::Sequence> sequences;
   for (size_t k = 0; k < p.indices.size(); ++k) {
     sequences.push_back({static_cast<int64_t>(k), dataset_->Length(p.indices[k])});
@@ -671,6 +681,14 @@ void Run::RecordMetrics(const PlannedStep& planned, const RankStepWork& work,
   r.local_sequences = static_cast<uint64_t>(work.local_sequences);
   r.distributed_sequences = static_cast<uint64_t>(work.distributed_sequences);
   r.micro_batches = static_cast<uint64_t>(work.micro_batches);
+  if (!job_.data.sources.empty()) {
+    r.source_samples.assign(dataset_->num_sources(), 0);
+    r.source_tokens.assign(dataset_->num_sources(), 0);
+    for (int64_t g : planned.indices) {
+      ++r.source_samples[dataset_->SourceOf(g)];
+      r.source_tokens[dataset_->SourceOf(g)] += static_cast<uint64_t>(dataset_->Length(g));
+    }
+  }
   Status recorded = metrics_->RecordStep(r);
   if (!recorded.ok()) log_ << "[skrull] metrics: " << recorded.message() << std::endl;
 }
@@ -724,6 +742,7 @@ Status Run::SaveCheckpoint(int64_t step_done) {
   if (zero_ != nullptr) SKRULL_RETURN_IF_ERROR(SaveZeroShards(staging));
   if (layout_.rank() == 0) {
     state_.rng_state_hex = CpuRngStateHex();
+    state_.source_cursors = sampler_->state().cursors;  // the sampler is at state_.step
     StatusOr<std::string> dir =
         CommitCheckpoint(output_dir_, step_done, [&](const std::string& tmp) -> Status {
           const fs::path d(tmp);
@@ -808,7 +827,7 @@ StatusOr<TrainSummary> Run::Go() {
 
 StatusOr<TrainSummary> Run::Train() {
   SKRULL_RETURN_IF_ERROR(Setup());
-  const int64_t total = job_.training.steps;
+  const int64_t total = total_steps_;
   const int64_t first = state_.step;
   const int64_t every = std::max<int64_t>(1, job_.training.log_every);
   if (first < total) {
@@ -885,6 +904,7 @@ std::string JobSpecHash(const api::JobSpec& job) {
   j.labels.clear();
   j.annotations.clear();
   j.training.steps = 0;
+  j.training.epochs = 0;  // like steps: the run's length, which a resume may extend
   j.training.output_dir.clear();
   j.training.resume_from.clear();
   j.training.log_every = 1;
