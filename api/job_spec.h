@@ -4,8 +4,8 @@
 //   apiVersion: skrull.io/v1alpha1
 //   kind: SkrullJob
 //   metadata: {name, namespace, labels, annotations}
-//   spec: {model, data, parallelism, scheduler, training, metrics,
-//          resources, image, tuning, runPolicy, storage}
+//   spec: {model, data, parallelism, scheduler, training, checkpoint,
+//          metrics, resources, image, tuning, runPolicy, storage}
 //   status: {...}            # written by the controller; ignored on input
 //
 // Pipeline (LoadJobSpec does all of it):
@@ -151,6 +151,10 @@ struct SchedulerSpec {
 
 enum class LrSchedule { kCosine, kLinear, kConstant };
 enum class Precision { kFp32, kBf16 };
+// Activation recompute (trainer/model/recompute.h): none keeps every layer's
+// activations; selective re-runs each layer's MLP in backward; full re-runs
+// every layer from its input. Values and gradients are the same for all three.
+enum class Recompute { kNone, kSelective, kFull };
 
 struct TrainingSpec {
   int64_t steps = 100;
@@ -173,6 +177,17 @@ struct TrainingSpec {
   // default); 1 = master weights and optimizer state partitioned over all
   // world ranks (DP x CP); 2 = gradients partitioned too.
   int zero_stage = 0;
+  // YAML: recompute. Priced in the memory model, so bucketSize auto and
+  // `skrull-plan bucket` grow with it.
+  Recompute recompute = Recompute::kNone;
+};
+
+// Checkpoint retention (the folders under <outputDir>/checkpoints/).
+struct CheckpointSpec {
+  // YAML: keepLast. Keep the newest N complete checkpoints and delete older
+  // ones after each new one is committed; 0 = keep all. The checkpoint being
+  // written and the last complete one are never deleted.
+  int64_t keep_last = 0;
 };
 
 struct MetricsSpec {
@@ -247,6 +262,7 @@ struct JobSpec {
   ParallelismSpec parallelism;
   SchedulerSpec scheduler;
   TrainingSpec training;
+  CheckpointSpec checkpoint;
   MetricsSpec metrics;
   ResourcesSpec resources;
   ImageSpec image;
@@ -340,6 +356,7 @@ const char* OverLengthPolicyName(OverLengthPolicy p);
 const char* MalformedPolicyName(MalformedPolicy p);
 const char* LrScheduleName(LrSchedule s);
 const char* PrecisionName(Precision p);
+const char* RecomputeName(Recompute r);
 const char* CleanPodPolicyName(CleanPodPolicy p);
 
 }  // namespace skrull::api

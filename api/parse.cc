@@ -79,7 +79,10 @@ void ParseTraining(MapReader& m, TrainingSpec* t) {
   m.Read("resumeFrom", &t->resume_from);
   m.Read("logEvery", &t->log_every);
   m.Read("zeroStage", &t->zero_stage);
+  m.ReadEnum("recompute", kRecomputeNames, &t->recompute);
 }
+
+void ParseCheckpoint(MapReader& m, CheckpointSpec* c) { m.Read("keepLast", &c->keep_last); }
 
 void ParseMetrics(MapReader& m, MetricsSpec* metrics) {
   m.Read("port", &metrics->port);
@@ -154,6 +157,7 @@ ParsedJobSpec ParseJobSpec(const YAML::Node& doc, Diagnostics* diag) {
   ParseSection(spec, "parallelism", ParseParallelism, &s.parallelism);
   ParseSection(spec, "scheduler", ParseScheduler, &s.scheduler);
   ParseSection(spec, "training", ParseTraining, &s.training);
+  ParseSection(spec, "checkpoint", ParseCheckpoint, &s.checkpoint);
   ParseSection(spec, "metrics", ParseMetrics, &s.metrics);
   ParseSection(spec, "resources", ParseResources, &s.resources);
   ParseSection(spec, "image", ParseImage, &s.image);
