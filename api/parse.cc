@@ -82,7 +82,10 @@ void ParseTraining(MapReader& m, TrainingSpec* t) {
   m.ReadEnum("recompute", kRecomputeNames, &t->recompute);
 }
 
-void ParseCheckpoint(MapReader& m, CheckpointSpec* c) { m.Read("keepLast", &c->keep_last); }
+void ParseCheckpoint(MapReader& m, CheckpointSpec* c) {
+  // Retention only: the checkpoints' contents are the trainer's.
+  m.Read("keepLast", &c->keep_last);
+}
 
 void ParseMetrics(MapReader& m, MetricsSpec* metrics) {
   m.Read("port", &metrics->port);

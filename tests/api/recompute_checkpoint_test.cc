@@ -1,4 +1,4 @@
-// spec.training.recompute and spec.checkpoint.keepLast (issue 26): parse,
+// spec.training.recompute and spec.checkpoint.keepLast: parse,
 // validation with the field path, defaults, and the YAML round trip.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-"""The reference suite (issue 26): the trainer against transformers itself.
+"""The reference suite: the trainer against transformers itself.
 
 For each case (a family, its biases, GQA or not, tied or untied embeddings,
 a RoPE scaling type) transformers creates a tiny random fp32 model

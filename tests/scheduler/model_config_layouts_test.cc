@@ -1,4 +1,4 @@
-// config.json as transformers 4.x and 5.x write it (issue 26): the same
+// config.json as transformers 4.x and 5.x write it: the same
 // numbers from either layout, the families, and refusals that name the field.
 // The fixtures under data/hf_configs/ were saved by transformers itself
 // (tests/reference/make_config_fixtures.py, scripts/check-reference.sh --fixtures).
@@ -53,7 +53,7 @@ TEST(ModelConfigLayouts, TransformersFourAndFiveReadToTheSameNumbers) {
     const std::string v4 = Fixture("tf4", name), v5 = Fixture("tf5", name);
     ASSERT_FALSE(v4.empty()) << "fixture tf4/" << name << " missing";
     ASSERT_FALSE(v5.empty()) << "fixture tf5/" << name << " missing";
-    // The 5.x files carry no top-level rope_theta: the defect of issue 26.
+    // The 5.x files carry no top-level rope_theta (what used to be misread).
     EXPECT_EQ(v5.find("\"rope_theta\": 1000000.0,\n  \"rope_type\""), std::string::npos);
     ExpectSameRope(ParseOk(v4, name), ParseOk(v5, name));
   }

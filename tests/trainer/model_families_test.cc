@@ -1,4 +1,4 @@
-// Issue 26 in the model: Qwen3's q_norm / k_norm and biases, dynamic RoPE per
+// The families in the model: Qwen3's q_norm / k_norm and biases, dynamic RoPE per
 // sequence in a packed stream, yarn's attention factor, the three recompute
 // modes giving the same values and gradients, and the LoRA merge. The
 // comparison with transformers itself is tests/reference/ (docs/reference.md).
@@ -126,7 +126,7 @@ TEST(ModelFamilies, YarnScalesCosAndSinByTheAttentionFactor) {
 }
 
 // spec.training.recompute: none, selective and full give the same values and
-// gradients (the equivalence test of issue 26, item 5).
+// gradients.
 TEST(ModelFamilies, RecomputeModesGiveTheSameLossAndGradients) {
   const auto seqs = Sequences({13, 5, 20});
   std::map<std::string, at::Tensor> reference;

@@ -1,4 +1,4 @@
-// Serving-ready output (issue 26): checkpoint retention (keepLast), the
+// Serving-ready output: checkpoint retention (keepLast), the
 // generation and tokenizer files every saved folder carries, and
 // skrull-export with and without --merge-lora.
 #include <ATen/ATen.h>
