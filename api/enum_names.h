@@ -53,6 +53,11 @@ inline constexpr EnumName<Precision> kPrecisionNames[] = {
     {Precision::kFp32, "fp32"},
     {Precision::kBf16, "bf16"},
 };
+inline constexpr EnumName<Recompute> kRecomputeNames[] = {
+    {Recompute::kNone, "none"},
+    {Recompute::kSelective, "selective"},
+    {Recompute::kFull, "full"},
+};
 
 inline constexpr EnumName<CleanPodPolicy> kCleanPodPolicyNames[] = {
     {CleanPodPolicy::kNone, "None"},

@@ -37,6 +37,7 @@ const char* OverLengthPolicyName(OverLengthPolicy p) { return NameOf(kOverLength
 const char* MalformedPolicyName(MalformedPolicy p) { return NameOf(kMalformedPolicyNames, p); }
 const char* LrScheduleName(LrSchedule s) { return NameOf(kLrScheduleNames, s); }
 const char* PrecisionName(Precision p) { return NameOf(kPrecisionNames, p); }
+const char* RecomputeName(Recompute r) { return NameOf(kRecomputeNames, r); }
 const char* CleanPodPolicyName(CleanPodPolicy p) { return NameOf(kCleanPodPolicyNames, p); }
 
 const char* DefaultImageTag() { return SKRULL_VERSION; }
@@ -66,8 +67,9 @@ auto Fields(const TrainingSpec& t) {
   return std::tie(t.steps, t.epochs, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,
                   t.weight_decay, t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.grad_clip,
                   t.precision, t.checkpoint_every, t.output_dir, t.resume_from, t.log_every,
-                  t.zero_stage);
+                  t.zero_stage, t.recompute);
 }
+auto Fields(const CheckpointSpec& c) { return std::tie(c.keep_last); }
 auto Fields(const MetricsSpec& m) { return std::tie(m.port, m.pushgateway, m.address); }
 auto Fields(const ResourcesSpec& r) { return std::tie(r.gpus_per_proc, r.cpu, r.memory); }
 auto Fields(const ImageSpec& i) { return std::tie(i.repository, i.tag, i.pull_policy); }
@@ -141,9 +143,10 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
              std::tie(b.name, b.namespace_name, b.labels, b.annotations) &&
          Same(a.model, b.model) && SameLora(a.model.lora, b.model.lora) && Same(a.data, b.data) &&
          Same(a.parallelism, b.parallelism) && Same(a.scheduler, b.scheduler) &&
-         Same(a.training, b.training) && Same(a.metrics, b.metrics) &&
-         Same(a.resources, b.resources) && Same(a.image, b.image) && Same(a.tuning, b.tuning) &&
-         Same(a.run_policy, b.run_policy) && Same(a.storage, b.storage) && Same(a.pod, b.pod);
+         Same(a.training, b.training) && Same(a.checkpoint, b.checkpoint) &&
+         Same(a.metrics, b.metrics) && Same(a.resources, b.resources) && Same(a.image, b.image) &&
+         Same(a.tuning, b.tuning) && Same(a.run_policy, b.run_policy) && Same(a.storage, b.storage) &&
+         Same(a.pod, b.pod);
 }
 
 bool PodTemplateSpec::Empty() const { return Fields(*this) == Fields(PodTemplateSpec{}); }

@@ -4,8 +4,8 @@
 //   apiVersion: skrull.io/v1alpha1
 //   kind: SkrullJob
 //   metadata: {name, namespace, labels, annotations}
-//   spec: {model, data, parallelism, scheduler, training, metrics,
-//          resources, image, tuning, runPolicy, storage}
+//   spec: {model, data, parallelism, scheduler, training, checkpoint,
+//          metrics, resources, image, tuning, runPolicy, storage}
 //   status: {...}            # written by the controller; ignored on input
 //
 // Pipeline (LoadJobSpec does all of it):
@@ -207,6 +207,10 @@ struct SchedulerSpec {
 
 enum class LrSchedule { kCosine, kLinear, kConstant };
 enum class Precision { kFp32, kBf16 };
+// Activation recompute (trainer/model/recompute.h): none keeps every layer's
+// activations; selective re-runs each layer's MLP in backward; full re-runs
+// every layer from its input. Values and gradients are the same for all three.
+enum class Recompute { kNone, kSelective, kFull };
 
 struct TrainingSpec {
   // Optimizer steps of the run, or 0 when `epochs` sets the length instead
@@ -235,6 +239,17 @@ struct TrainingSpec {
   // default); 1 = master weights and optimizer state partitioned over all
   // world ranks (DP x CP); 2 = gradients partitioned too.
   int zero_stage = 0;
+  // YAML: recompute. Priced in the memory model, so bucketSize auto and
+  // `skrull-plan bucket` grow with it.
+  Recompute recompute = Recompute::kNone;
+};
+
+// Checkpoint retention (the folders under <outputDir>/checkpoints/).
+struct CheckpointSpec {
+  // YAML: keepLast. Keep the newest N complete checkpoints and delete older
+  // ones after each new one is committed; 0 = keep all. The checkpoint being
+  // written and the last complete one are never deleted.
+  int64_t keep_last = 0;
 };
 
 struct MetricsSpec {
@@ -336,6 +351,7 @@ struct JobSpec {
   ParallelismSpec parallelism;
   SchedulerSpec scheduler;
   TrainingSpec training;
+  CheckpointSpec checkpoint;
   MetricsSpec metrics;
   ResourcesSpec resources;
   ImageSpec image;
@@ -430,6 +446,7 @@ const char* OverLengthPolicyName(OverLengthPolicy p);
 const char* MalformedPolicyName(MalformedPolicy p);
 const char* LrScheduleName(LrSchedule s);
 const char* PrecisionName(Precision p);
+const char* RecomputeName(Recompute r);
 const char* CleanPodPolicyName(CleanPodPolicy p);
 
 }  // namespace skrull::api

@@ -95,6 +95,12 @@ void ParseTraining(MapReader& m, TrainingSpec* t) {
   m.Read("resumeFrom", &t->resume_from);
   m.Read("logEvery", &t->log_every);
   m.Read("zeroStage", &t->zero_stage);
+  m.ReadEnum("recompute", kRecomputeNames, &t->recompute);
+}
+
+void ParseCheckpoint(MapReader& m, CheckpointSpec* c) {
+  // Retention only: the checkpoints' contents are the trainer's.
+  m.Read("keepLast", &c->keep_last);
 }
 
 void ParseMetrics(MapReader& m, MetricsSpec* metrics) {
@@ -187,6 +193,7 @@ ParsedJobSpec ParseJobSpec(const YAML::Node& doc, Diagnostics* diag) {
   ParseSection(spec, "parallelism", ParseParallelism, &s.parallelism);
   ParseSection(spec, "scheduler", ParseScheduler, &s.scheduler);
   ParseSection(spec, "training", ParseTraining, &s.training);
+  ParseSection(spec, "checkpoint", ParseCheckpoint, &s.checkpoint);
   ParseSection(spec, "metrics", ParseMetrics, &s.metrics);
   ParseSection(spec, "resources", ParseResources, &s.resources);
   ParseSection(spec, "image", ParseImage, &s.image);

@@ -238,7 +238,14 @@ std::string ToYaml(const JobSpec& s) {
       .Int("logEvery", t.log_every);
   // Only when set, as maxLineBytes: JobSpecHash of stage-0 jobs is unchanged.
   if (t.zero_stage != 0) w.Int("zeroStage", t.zero_stage);
+  // Only when set, as zeroStage.
+  if (t.recompute != Recompute::kNone) w.Raw("recompute", RecomputeName(t.recompute));
   w.End();
+
+  // Only when set: documents and hashes of jobs without it are unchanged.
+  if (s.checkpoint.keep_last != 0) {
+    w.Begin("checkpoint").Int("keepLast", s.checkpoint.keep_last).End();
+  }
 
   w.Begin("metrics").Int("port", s.metrics.port).Str("pushgateway", s.metrics.pushgateway);
   if (!s.metrics.address.empty()) w.Str("address", s.metrics.address);

@@ -362,6 +362,10 @@ void CheckTraining(const TrainingSpec& t, Checker& c) {
   c.InRange(base + "zeroStage", int64_t{t.zero_stage}, 0, 2);
 }
 
+void CheckCheckpoint(const CheckpointSpec& k, Checker& c) {
+  c.InRange("spec.checkpoint.keepLast", k.keep_last, 0, kMaxSteps);
+}
+
 void CheckMetrics(const MetricsSpec& m, const ParallelismSpec& p, Checker& c) {
   const std::string port = "spec.metrics.port";
   c.InRange(port, int64_t{m.port}, 0, 65535);
@@ -516,6 +520,7 @@ void CollectValidationErrors(const ParsedJobSpec& parsed, Diagnostics* diag) {
   CheckParallelism(s.parallelism, c);
   CheckScheduler(s.scheduler, s.parallelism, c);
   CheckTraining(s.training, c);
+  CheckCheckpoint(s.checkpoint, c);
   CheckMetrics(s.metrics, s.parallelism, c);
   CheckResources(s.resources, c);
   CheckImage(s.image, c);

@@ -78,6 +78,7 @@ double CostModel::ActivationBytesPerToken() const {
   ActivationOptions o;
   o.precision = options_.precision;
   o.recompute = options_.recompute;
+  o.recompute_mlp = options_.recompute_mlp;
   o.logits_bytes_per_token_per_vocab = options_.logits_bytes_per_token_per_vocab;
   o.lora = options_.lora;
   return scheduler::ActivationBytesPerToken(model_, o);

@@ -32,6 +32,10 @@ struct CostModelOptions {
   // forward to the hardware FLOPs and shrinks activation memory to the layer
   // inputs plus one layer's working set.
   bool recompute = false;
+  // Selective recompute: each layer's MLP is rebuilt in backward (memory:
+  // ActivationOptions::recompute_mlp; the extra MLP forward is not priced in
+  // FLOPs). Ignored under `recompute`.
+  bool recompute_mlp = false;
   // Training precision: bf16 mixed precision or fp32 (memory_model.h).
   Precision precision = Precision::kBf16;
   LoraShape lora;  // rank 0 (the default) = full fine-tuning

@@ -91,7 +91,10 @@ double ActivationBytesPerToken(const ModelConfig& model, const ActivationOptions
       options.lora.enabled()
           ? e * static_cast<double>(options.lora.rank * KnownTargets(model, options.lora))
           : 0.0;
-  const double layer_bytes = e * (4 * h + 2 * q + 2 * kv + 4 * f) +
+  // Qwen3's q_norm / k_norm keep their normalized Q and K too (q + kv).
+  const double qk_norm = model.QkNorm() ? q + kv : 0.0;
+  const double mlp_kept = options.recompute_mlp && !options.recompute ? -(h + 4 * f) : 0.0;
+  const double layer_bytes = e * (4 * h + 2 * q + 2 * kv + 4 * f + qk_norm + mlp_kept) +
                              4.0 * static_cast<double>(model.num_attention_heads) + lora_bytes;
   const double per_vocab = options.logits_bytes_per_token_per_vocab >= 0
                                ? options.logits_bytes_per_token_per_vocab

@@ -83,6 +83,10 @@ struct ActivationOptions {
   // Full activation recompute: keep each layer's input, rebuild one layer
   // at a time.
   bool recompute = false;
+  // Selective recompute (spec.training.recompute: selective): each layer's
+  // MLP is rebuilt in backward, so its norm output and SwiGLU intermediates
+  // (h + 4f per token) are not kept. Ignored under `recompute`.
+  bool recompute_mlp = false;
   // Bytes per (token x vocabulary entry) alive at the loss peak; < 0 derives
   // it from the precision: bf16 logits (2) + fp32 upcast (4) + fp32
   // log-softmax / gradient (4) = 10, fp32 4 + 4 = 8. 0 ignores the LM head's

@@ -1,6 +1,7 @@
 #include "scheduler/model_config.h"
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,30 +18,201 @@ using nlohmann::json;
 // size formed from it stays inside int64.
 constexpr double kMaxModelParameters = 1125899906842624.0;  // 2^50
 
-void ReadRopeScaling(const JsonFields& fields, RopeScaling* out, FieldErrors* errors) {
-  const json* rs = errors->Take(fields.OptionalObject("rope_scaling"));
-  if (rs == nullptr) return;
-  const JsonFields f = fields.Nested("rope_scaling", *rs);
-  // transformers accepts both "rope_type" (new) and "type" (old).
-  out->type = errors->Take(f.OptionalString(rs->contains("rope_type") ? "rope_type" : "type"));
-  if (out->type == "default") out->type.clear();
-  static const char* kKnown[] = {"", "linear", "dynamic", "llama3", "yarn"};
-  bool known = false;
-  for (const char* k : kKnown) known = known || out->type == k;
-  if (!known) {
-    errors->Add("rope_scaling.rope_type",
-                "must be one of linear, dynamic, llama3, yarn (got \"" + out->type + "\")");
+const char* const kRopeTypes = "default, linear, dynamic, llama3, yarn";
+
+// Every key a RoPE dictionary may hold that this trainer reads (a key meant
+// for another rope_type is ignored, as transformers ignores it).
+const char* const kRopeKeys[] = {"rope_type",
+                                 "type",
+                                 "rope_theta",
+                                 "factor",
+                                 "low_freq_factor",
+                                 "high_freq_factor",
+                                 "original_max_position_embeddings",
+                                 "attention_factor",
+                                 "beta_fast",
+                                 "beta_slow",
+                                 "mscale",
+                                 "mscale_all_dim",
+                                 "truncate",
+                                 "partial_rotary_factor"};
+
+// One RoPE dictionary (rope_scaling or rope_parameters) as read.
+struct RopeDict {
+  RopeScaling scaling;
+  double theta = 0;  // 0: not in the dictionary
+  bool factor_null = false;
+  bool has_original = false;
+};
+
+void ReadPartialRotary(const JsonFields& f, FieldErrors* errors) {
+  const double partial = errors->Take(f.OptionalDouble("partial_rotary_factor", 1.0), 1.0);
+  if (partial != 1.0) {
+    errors->Add(f.Path("partial_rotary_factor"),
+                "partial rotary embeddings are not supported (got " + std::to_string(partial) +
+                    "); only 1.0 (RoPE over the whole head_dim)");
   }
-  out->factor = errors->Take(f.OptionalDouble("factor", out->factor), out->factor);
-  out->low_freq_factor =
-      errors->Take(f.OptionalDouble("low_freq_factor", out->low_freq_factor), out->low_freq_factor);
-  out->high_freq_factor = errors->Take(f.OptionalDouble("high_freq_factor", out->high_freq_factor),
-                                       out->high_freq_factor);
-  out->original_max_position_embeddings = errors->Take(
-      f.OptionalInt("original_max_position_embeddings", out->original_max_position_embeddings),
-      out->original_max_position_embeddings);
-  if (!out->type.empty() && out->factor <= 0) {
-    errors->Add("rope_scaling.factor", "must be > 0 (got " + std::to_string(out->factor) + ")");
+}
+
+RopeDict ReadRopeDict(const JsonFields& parent, const char* key, const json& d,
+                      FieldErrors* errors) {
+  const JsonFields f = parent.Nested(key, d);
+  RopeDict out;
+  RopeScaling& r = out.scaling;
+  for (const auto& [k, v] : d.items()) {
+    bool known = false;
+    for (const char* name : kRopeKeys) known = known || k == name;
+    if (v.is_object()) {
+      errors->Add(f.Path(k),
+                  "per-layer RoPE parameters are not supported (one dictionary for "
+                  "every layer only)");
+    } else if (!known) {
+      std::string keys;
+      for (const char* name : kRopeKeys) keys += (keys.empty() ? "" : ", ") + std::string(name);
+      errors->Add(f.Path(k), "not a RoPE setting this trainer reads (it reads " + keys + ")");
+    }
+  }
+  r.type = errors->Take(f.OptionalString(d.contains("rope_type") ? "rope_type" : "type"));
+  if (r.type == "default") r.type.clear();
+  if (r.type != "" && r.type != "linear" && r.type != "dynamic" && r.type != "llama3" &&
+      r.type != "yarn") {
+    errors->Add(f.Path(d.contains("rope_type") ? "rope_type" : "type"),
+                "rope type \"" + r.type + "\" is not supported; supported: " + kRopeTypes);
+  }
+  out.theta = errors->Take(f.OptionalDouble("rope_theta", 0.0), 0.0);
+  ReadPartialRotary(f, errors);
+  const bool scaled = !r.type.empty();
+  out.factor_null = r.type == "yarn" && f.IsNull("factor");
+  if (scaled && r.type != "yarn") {
+    r.factor = errors->Take(f.RequiredDouble("factor"), r.factor);
+  } else {
+    r.factor = errors->Take(f.OptionalDouble("factor", r.factor), r.factor);
+  }
+  if (scaled && !out.factor_null && !(r.factor > 0)) {
+    errors->Add(f.Path("factor"), "must be > 0 (got " + std::to_string(r.factor) + ")");
+  }
+  if (r.type == "llama3") {
+    r.low_freq_factor = errors->Take(f.RequiredDouble("low_freq_factor"), r.low_freq_factor);
+    r.high_freq_factor = errors->Take(f.RequiredDouble("high_freq_factor"), r.high_freq_factor);
+    if (!(r.low_freq_factor > 0) || !(r.high_freq_factor > r.low_freq_factor)) {
+      errors->Add(f.Path("high_freq_factor"),
+                  "llama3 needs 0 < low_freq_factor < high_freq_factor (got " +
+                      std::to_string(r.low_freq_factor) + " and " +
+                      std::to_string(r.high_freq_factor) + ")");
+    }
+  }
+  out.has_original = d.contains("original_max_position_embeddings") &&
+                     !d["original_max_position_embeddings"].is_null();
+  r.original_max_position_embeddings =
+      errors->Take(f.OptionalInt("original_max_position_embeddings", 0, 1), int64_t{0});
+  r.attention_factor = errors->Take(f.OptionalDouble("attention_factor", 0.0, 0.0), 0.0);
+  // HF: `get("beta_fast") or 32`: absent, null and 0 all mean the default.
+  r.beta_fast = errors->Take(f.OptionalDouble("beta_fast", 0.0), 0.0);
+  if (r.beta_fast == 0) r.beta_fast = 32.0;
+  r.beta_slow = errors->Take(f.OptionalDouble("beta_slow", 0.0), 0.0);
+  if (r.beta_slow == 0) r.beta_slow = 1.0;
+  r.mscale = errors->Take(f.OptionalDouble("mscale", 0.0), 0.0);
+  r.mscale_all_dim = errors->Take(f.OptionalDouble("mscale_all_dim", 0.0), 0.0);
+  r.truncate = errors->Take(f.OptionalBool("truncate", true), true);
+  return out;
+}
+
+bool SameScaling(const RopeScaling& a, const RopeScaling& b) {
+  return a.type == b.type && a.factor == b.factor && a.low_freq_factor == b.low_freq_factor &&
+         a.high_freq_factor == b.high_freq_factor &&
+         a.original_max_position_embeddings == b.original_max_position_embeddings &&
+         a.attention_factor == b.attention_factor && a.beta_fast == b.beta_fast &&
+         a.beta_slow == b.beta_slow && a.mscale == b.mscale &&
+         a.mscale_all_dim == b.mscale_all_dim && a.truncate == b.truncate;
+}
+
+// RoPE base and scaling from either layout (model_config.h), as transformers
+// 5's convert_rope_params_to_dict / standardize_rope_params resolve them.
+void ReadRope(const json& j, const JsonFields& f, ModelConfig* c, FieldErrors* errors) {
+  const json* params = errors->Take(f.OptionalObject("rope_parameters"));
+  const json* scaling = errors->Take(f.OptionalObject("rope_scaling"));
+  std::optional<RopeDict> from_params, from_scaling;
+  if (params != nullptr) from_params = ReadRopeDict(f, "rope_parameters", *params, errors);
+  if (scaling != nullptr) from_scaling = ReadRopeDict(f, "rope_scaling", *scaling, errors);
+  if (from_params && from_scaling && !SameScaling(from_params->scaling, from_scaling->scaling)) {
+    errors->Add("rope_scaling",
+                "disagrees with rope_parameters (transformers 4 reads "
+                "rope_scaling, 5 reads rope_parameters); keep one of them");
+  }
+  // transformers 5: `rope_scaling or rope_parameters`.
+  const std::optional<RopeDict>& dict = from_scaling ? from_scaling : from_params;
+  ReadPartialRotary(f, errors);
+  // The base: the chosen dictionary's, else the top-level one (4.x), else
+  // the other dictionary's; a config with none is refused.
+  const bool top_set = j.contains("rope_theta") && !j["rope_theta"].is_null();
+  const double top_theta = errors->Take(f.OptionalDouble("rope_theta", 0.0), 0.0);
+  const std::optional<RopeDict>& other = from_scaling ? from_params : from_scaling;
+  if (dict && dict->theta != 0) {
+    c->rope_theta = dict->theta;
+  } else if (top_set) {
+    c->rope_theta = top_theta;
+  } else if (other && other->theta != 0) {
+    c->rope_theta = other->theta;
+  } else {
+    errors->Add("rope_theta",
+                "the RoPE base is not in this config: neither rope_parameters.rope_theta "
+                "(transformers 5) nor a top-level rope_theta (transformers 4) is set; add the "
+                "model's value (e.g. \"rope_theta\": 1000000.0 for Qwen2.5 and Qwen3)");
+  }
+  if (!dict) return;
+  c->rope_scaling = dict->scaling;
+  RopeScaling& r = c->rope_scaling;
+  if (r.type == "llama3" || r.type == "yarn") {
+    // A top-level original_max_position_embeddings (Phi-3 style) wins.
+    const int64_t top =
+        errors->Take(f.OptionalInt("original_max_position_embeddings", 0, 1), int64_t{0});
+    if (top > 0) {
+      r.original_max_position_embeddings = top;
+    } else if (!dict->has_original) {
+      r.original_max_position_embeddings = c->max_position_embeddings;
+    }
+  } else {
+    r.original_max_position_embeddings = 0;
+  }
+  if (r.type == "yarn" && dict->factor_null && r.original_max_position_embeddings > 0) {
+    r.factor = static_cast<double>(c->max_position_embeddings) /
+               static_cast<double>(r.original_max_position_embeddings);
+  }
+}
+
+// Sliding-window attention: refused wherever a family can switch it on.
+void RefuseSlidingWindow(const JsonFields& f, const ModelConfig& c, FieldErrors* errors) {
+  if (c.model_type == "mistral") {
+    const int64_t window = errors->Take(f.OptionalInt("sliding_window", 0), int64_t{0});
+    if (window != 0) {
+      errors->Add("sliding_window",
+                  "Mistral's sliding-window attention is not supported (got " +
+                      std::to_string(window) +
+                      "); only full causal attention: set \"sliding_window\": null (as "
+                      "Mistral-7B-v0.3 and later ship)");
+    }
+  }
+  if (c.model_type == "qwen2" || c.model_type == "qwen3") {
+    const bool on = errors->Take(f.OptionalBool("use_sliding_window", false), false);
+    const int64_t from =
+        errors->Take(f.OptionalInt("max_window_layers", c.num_hidden_layers), c.num_hidden_layers);
+    if (on && from < c.num_hidden_layers) {
+      errors->Add("use_sliding_window",
+                  "sliding-window attention is not supported (got true with max_window_layers " +
+                      std::to_string(from) + " < num_hidden_layers " +
+                      std::to_string(c.num_hidden_layers) +
+                      "); only full causal attention: set it false");
+    }
+  }
+  const json* types = errors->Take(f.OptionalArray("layer_types"));
+  if (types == nullptr) return;
+  for (size_t i = 0; i < types->size(); ++i) {
+    const json& t = (*types)[i];
+    if (!t.is_string() || t.get<std::string>() != "full_attention") {
+      errors->Add("layer_types[" + std::to_string(i) + "]",
+                  "only \"full_attention\" layers are supported (got " + JsonExcerpt(t) + ")");
+      return;
+    }
   }
 }
 
@@ -53,9 +225,9 @@ T ParameterCount(const ModelConfig& c) {
   T attention = h * q + 2 * h * kv + q * h;
   if (c.attention_bias) {
     attention += q + 2 * kv;
-    // Llama's attention_bias also covers o_proj; Qwen2 biases only Q, K, V.
-    if (c.model_type == "llama") attention += h;
+    if (c.OutputBias()) attention += h;  // llama and qwen3 bias o_proj too
   }
+  if (c.QkNorm()) attention += 2 * static_cast<T>(c.head_dim);
   const T mlp = 3 * h * static_cast<T>(c.intermediate_size);
   const T norms = 2 * h;
   const T embeddings = static_cast<T>(c.vocab_size) * h;
@@ -95,8 +267,13 @@ void Validate(const ModelConfig& c, FieldErrors* errors) {
   // Negated so NaN fails too.
   if (!(c.rms_norm_eps > 0)) errors->Add("rms_norm_eps", "must be > 0");
   if (!(c.rope_theta > 0)) errors->Add("rope_theta", "must be > 0");
-  if (c.model_type != "llama" && c.model_type != "qwen2") {
-    errors->Add("model_type", "must be \"llama\" or \"qwen2\" (got \"" + c.model_type + "\")");
+  if (c.model_type == "mistral" && c.attention_bias) {
+    errors->Add("attention_bias", "mistral has no attention biases (transformers builds none)");
+  }
+  if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2" &&
+      c.model_type != "qwen3") {
+    errors->Add("model_type", std::string("model type \"") + c.model_type +
+                                  "\" is not supported; supported: " + SupportedModelTypes());
   }
 }
 
@@ -148,12 +325,27 @@ StatusOr<ModelConfig> ParseHfConfigJson(const std::string& json_text, const std:
   required("vocab_size", &c.vocab_size);
   required("max_position_embeddings", &c.max_position_embeddings);
   c.rms_norm_eps = errors.Take(f.OptionalDouble("rms_norm_eps", c.rms_norm_eps), c.rms_norm_eps);
-  c.rope_theta = errors.Take(f.OptionalDouble("rope_theta", c.rope_theta), c.rope_theta);
-  ReadRopeScaling(f, &c.rope_scaling, &errors);
-  // Qwen2 always has Q/K/V biases; its config has no attention_bias field.
-  c.attention_bias = errors.Take(f.OptionalBool("attention_bias", c.model_type == "qwen2"));
+  ReadRope(j, f, &c, &errors);
+  RefuseSlidingWindow(f, c, &errors);
+  // As transformers builds them: Qwen2 always has Q/K/V biases and Mistral
+  // none, whatever attention_bias says; Llama and Qwen3 follow it.
+  c.attention_bias = errors.Take(f.OptionalBool("attention_bias", false));
+  if (c.model_type == "qwen2") c.attention_bias = true;
+  if (c.model_type == "mistral") c.attention_bias = false;
   c.tie_word_embeddings = errors.Take(f.OptionalBool("tie_word_embeddings", c.tie_word_embeddings));
+  // transformers 5 writes "dtype", 4.x "torch_dtype".
   c.torch_dtype = errors.Take(f.OptionalString("torch_dtype", c.torch_dtype), c.torch_dtype);
+  c.torch_dtype = errors.Take(f.OptionalString("dtype", c.torch_dtype), c.torch_dtype);
+  c.bos_token_id = errors.Take(f.OptionalInt("bos_token_id", -1, 0), int64_t{-1});
+  c.pad_token_id = errors.Take(f.OptionalInt("pad_token_id", -1, 0), int64_t{-1});
+  if (j.contains("eos_token_id") && j["eos_token_id"].is_array()) {
+    for (const json& id : j["eos_token_id"]) {
+      if (id.is_number_integer()) c.eos_token_ids.push_back(id.get<int64_t>());
+    }
+  } else {
+    const int64_t eos = errors.Take(f.OptionalInt("eos_token_id", -1, 0), int64_t{-1});
+    if (eos >= 0) c.eos_token_ids.push_back(eos);
+  }
   const std::string act = errors.Take(f.OptionalString("hidden_act", "silu"), std::string("silu"));
   if (act != "silu")
     errors.Add("hidden_act", "only \"silu\" (SwiGLU) is supported (got \"" + act + "\")");
@@ -165,10 +357,54 @@ StatusOr<ModelConfig> ParseHfConfigJson(const std::string& json_text, const std:
   return c;
 }
 
+const char* SupportedModelTypes() { return "llama, mistral, qwen2, qwen3"; }
+
+namespace {
+
+const char* Architecture(const std::string& model_type) {
+  if (model_type == "qwen2") return "Qwen2ForCausalLM";
+  if (model_type == "qwen3") return "Qwen3ForCausalLM";
+  if (model_type == "mistral") return "MistralForCausalLM";
+  return "LlamaForCausalLM";
+}
+
+// The RoPE dictionary in transformers' names, without rope_theta.
+json RopeScalingJson(const ModelConfig& c) {
+  const RopeScaling& r = c.rope_scaling;
+  json rs;
+  rs["rope_type"] = r.type.empty() ? "default" : r.type;
+  if (r.type.empty()) return rs;
+  rs["factor"] = r.factor;
+  if (r.type == "llama3") {
+    rs["low_freq_factor"] = r.low_freq_factor;
+    rs["high_freq_factor"] = r.high_freq_factor;
+  }
+  if (r.original_max_position_embeddings > 0) {
+    rs["original_max_position_embeddings"] = r.original_max_position_embeddings;
+  }
+  if (r.type == "yarn") {
+    if (r.attention_factor > 0) rs["attention_factor"] = r.attention_factor;
+    rs["beta_fast"] = r.beta_fast;
+    rs["beta_slow"] = r.beta_slow;
+    if (r.mscale > 0) rs["mscale"] = r.mscale;
+    if (r.mscale_all_dim > 0) rs["mscale_all_dim"] = r.mscale_all_dim;
+    rs["truncate"] = r.truncate;
+  }
+  return rs;
+}
+
+void AddTokenIds(const ModelConfig& c, json* j) {
+  if (c.bos_token_id >= 0) (*j)["bos_token_id"] = c.bos_token_id;
+  if (c.eos_token_ids.size() == 1) (*j)["eos_token_id"] = c.eos_token_ids[0];
+  if (c.eos_token_ids.size() > 1) (*j)["eos_token_id"] = c.eos_token_ids;
+  if (c.pad_token_id >= 0) (*j)["pad_token_id"] = c.pad_token_id;
+}
+
+}  // namespace
+
 std::string ToHfConfigJson(const ModelConfig& c) {
-  const bool qwen2 = c.model_type == "qwen2";
   json j;
-  j["architectures"] = json::array({qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"});
+  j["architectures"] = json::array({Architecture(c.model_type)});
   j["model_type"] = c.model_type;
   j["hidden_act"] = "silu";
   j["hidden_size"] = c.hidden_size;
@@ -180,33 +416,33 @@ std::string ToHfConfigJson(const ModelConfig& c) {
   j["vocab_size"] = c.vocab_size;
   j["max_position_embeddings"] = c.max_position_embeddings;
   j["rms_norm_eps"] = c.rms_norm_eps;
+  // Both layouts (model_config.h): 4.x reads rope_theta / rope_scaling, 5.x
+  // rope_parameters (and takes rope_scaling over it: the same numbers).
   j["rope_theta"] = c.rope_theta;
-  if (c.rope_scaling.type.empty()) {
-    j["rope_scaling"] = nullptr;
-  } else {
-    json rs;
-    rs["rope_type"] = c.rope_scaling.type;
-    rs["factor"] = c.rope_scaling.factor;
-    if (c.rope_scaling.type == "llama3") {
-      rs["low_freq_factor"] = c.rope_scaling.low_freq_factor;
-      rs["high_freq_factor"] = c.rope_scaling.high_freq_factor;
-    }
-    if (c.rope_scaling.original_max_position_embeddings > 0) {
-      rs["original_max_position_embeddings"] = c.rope_scaling.original_max_position_embeddings;
-    }
-    j["rope_scaling"] = rs;
-  }
+  j["rope_scaling"] = c.rope_scaling.type.empty() ? json(nullptr) : RopeScalingJson(c);
+  json params = RopeScalingJson(c);
+  params["rope_theta"] = c.rope_theta;
+  j["rope_parameters"] = params;
   j["attention_bias"] = c.attention_bias;
-  j["mlp_bias"] = false;
+  if (c.model_type == "llama") j["mlp_bias"] = false;
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["torch_dtype"] = c.torch_dtype;
-  if (qwen2) {
+  j["dtype"] = c.torch_dtype;
+  if (c.model_type == "qwen2" || c.model_type == "qwen3") {
     j["use_sliding_window"] = false;
-    j["sliding_window"] = c.max_position_embeddings;
+    j["sliding_window"] = nullptr;
     j["max_window_layers"] = c.num_hidden_layers;
   }
+  if (c.model_type == "mistral") j["sliding_window"] = nullptr;
+  AddTokenIds(c, &j);
   j["attention_dropout"] = 0.0;
   j["use_cache"] = true;
+  return j.dump(2) + "\n";
+}
+
+std::string ToHfGenerationConfigJson(const ModelConfig& c) {
+  json j = json::object();
+  AddTokenIds(c, &j);
   return j.dump(2) + "\n";
 }
 
@@ -217,6 +453,8 @@ StatusOr<ModelConfig> ModelPreset(const std::string& name) {
   c.rms_norm_eps = 1e-6;
   c.rope_theta = 1000000.0;
   c.torch_dtype = "bfloat16";
+  c.bos_token_id = 151643;  // <|endoftext|>, both published configs
+  c.eos_token_ids = {151643};
   // Values from the published config.json of Qwen/Qwen2.5-0.5B and Qwen/Qwen2.5-7B.
   if (name == "qwen2.5-0.5b") {
     c.hidden_size = 896;
@@ -248,6 +486,8 @@ StatusOr<ModelConfig> ModelPreset(const std::string& name) {
     c.max_position_embeddings = 32768;
     c.tie_word_embeddings = true;
     c.torch_dtype = "float32";
+    c.bos_token_id = -1;
+    c.eos_token_ids.clear();
   } else {
     return InvalidArgumentError("unknown model preset \"" + name +
                                 "\"; valid presets: qwen2.5-0.5b, qwen2.5-7b, tiny");

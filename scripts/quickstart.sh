@@ -13,7 +13,8 @@ skrull_build
 
 JOB="${1:-examples/quickstart.yaml}"
 DATA="examples/data/quickstart.jsonl"
-if [ "$JOB" = "examples/quickstart.yaml" ] && [ ! -s "$DATA" ]; then
+if { [ "$JOB" = "examples/quickstart.yaml" ] || [ "$JOB" = "examples/qwen3-tiny.yaml" ]; } &&
+  [ ! -s "$DATA" ]; then
   # Long samples are capped at bucketSize x contextParallel = 2048 x 2 tokens
   # so none is skipped.
   log "making the quickstart data set: $DATA"

@@ -28,6 +28,7 @@ StageMemory Evaluate(const ModelConfig& model, const BucketFlags& f, int stage,
   o.precision = f.precision;
   o.lora = f.lora;
   o.recompute = f.recompute;
+  o.recompute_mlp = f.recompute_mlp;
   const CostModel cost(model, o);
   StageMemory m;
   m.zero_stage = stage;
@@ -61,7 +62,7 @@ nlohmann::ordered_json ReportJson(const BucketFlags& f, const HardwareProfile& h
   j["shard_ranks"] = f.topology.WorldSize();
   j["precision"] = PrecisionName(f.precision);
   j["lora_rank"] = f.lora.rank;
-  j["recompute"] = f.recompute ? "full" : "none";
+  j["recompute"] = f.recompute ? "full" : (f.recompute_mlp ? "selective" : "none");
   j["trainable_parameters"] = s.trainable_parameters;
   j["static_bytes"] = {{"weights", s.weights_bytes},
                        {"gradients", s.gradient_bytes},
@@ -85,7 +86,7 @@ std::string ReportText(const BucketFlags& f, const HardwareProfile& hw, const St
        "weights " + FormatBytes(s.weights_bytes) + ", gradients " + FormatBytes(s.gradient_bytes) +
            ", optimizer " + FormatBytes(s.optimizer_bytes)},
       {"activation bytes per token", FormatBytes(m.activation_bytes_per_token),
-       f.recompute ? "full recompute" : "no recompute"},
+       f.recompute ? "full recompute" : (f.recompute_mlp ? "selective recompute" : "no recompute")},
       {"budget", FormatBytes(budget),
        FormatBytes(hw.device_memory_bytes) + " x " + Fmt("%g", f.memory_fraction) + " - " +
            FormatBytes(m.reserve_bytes) + " reserve"},

@@ -239,8 +239,9 @@ void ParseBucket(FlagValues& v, BucketFlags* out, std::vector<std::string>* erro
   if (v.count("--recompute")) {
     const std::string& r = v["--recompute"];
     out->recompute = r == "full";
-    if (r != "full" && r != "none") {
-      errors->push_back("--recompute: must be 'none' or 'full' (got '" + r + "')");
+    out->recompute_mlp = r == "selective";
+    if (r != "full" && r != "selective" && r != "none") {
+      errors->push_back("--recompute: must be 'none', 'selective' or 'full' (got '" + r + "')");
     }
   }
   if (v.count("--memory-fraction")) {
@@ -379,7 +380,7 @@ StatusOr<Invocation> ParseBucketCommand(const std::vector<std::string>& args) {
 std::string BucketUsage() {
   return "usage: skrull-plan bucket --model M --dp D --cp C --zero-stage 0|1|2\n"
          "                          --precision bf16|fp32 [--hardware FILE] [--lora-rank R]\n"
-         "                          [--lora-modules a,b] [--recompute none|full]\n"
+         "                          [--lora-modules a,b] [--recompute none|selective|full]\n"
          "                          [--memory-fraction F] [--format text|json]\n"
          "\n"
          "Derives BucketSize from the memory model (docs/scheduler.md): static bytes per rank\n"

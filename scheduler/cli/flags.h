@@ -73,7 +73,8 @@ struct BucketFlags {
   int zero_stage = 0;                         // --zero-stage (required, 0..kMaxTrainerZeroStage)
   Precision precision = Precision::kBf16;     // --precision (required)
   LoraShape lora;                             // --lora-rank (default 0: off), --lora-modules
-  bool recompute = false;                     // --recompute none|full
+  bool recompute = false;                     // --recompute full
+  bool recompute_mlp = false;                 // --recompute selective
   double memory_fraction = 0.9;               // --memory-fraction, in (0, 1]
   OutputFormat format = OutputFormat::kText;  // --format
 };

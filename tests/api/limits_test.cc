@@ -120,8 +120,8 @@ TEST(JobSpecLimits, LongUnknownKeysAndNumbersAreEchoedShort) {
   EXPECT_EQ(LoadErrors(WithSpec("  " + key + ": 1\n")),
             std::vector<std::string>{"spec." + std::string(64, 'k') +
                                      "... (1000 bytes): unknown field; allowed fields: model, "
-                                     "data, parallelism, scheduler, training, metrics, "
-                                     "resources, image, tuning, runPolicy, storage, pod"});
+                                     "data, parallelism, scheduler, training, checkpoint, "
+                                     "metrics, resources, image, tuning, runPolicy, storage, pod"});
   const std::string digits(1000, '9');
   EXPECT_EQ(LoadErrors(JobYaml().Set("spec.training.steps", digits).Text()),
             std::vector<std::string>{"spec.training.steps: is out of range for a 64-bit integer "

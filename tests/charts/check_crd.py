@@ -126,6 +126,7 @@ ENUM_FIELDS = {
     "kMalformedPolicyNames": "spec.data.onMalformed",
     "kLrScheduleNames": "spec.training.schedule",
     "kPrecisionNames": "spec.training.precision",
+    "kRecomputeNames": "spec.training.recompute",
     "kCleanPodPolicyNames": "spec.runPolicy.cleanPodPolicy",
     "kPullPolicies": "spec.image.pullPolicy",
     "kLoraTargetModules": "spec.model.lora.targetModules[]",

@@ -98,7 +98,7 @@ TEST(ModelConfig, LlamaRopeScalingRoundTrips) {
 TEST(ModelConfig, MissingKvHeadsMeansMultiHeadAttention) {
   auto c = ParseHfConfigJson(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 1,
       "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 10,
-      "max_position_embeddings": 128})",
+      "max_position_embeddings": 128, "rope_theta": 10000.0})",
                              "mha.json");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->num_key_value_heads, 4);
@@ -135,7 +135,8 @@ TEST(ModelConfig, RejectsKvHeadsThatDoNotDivideHeads) {
 TEST(ModelConfig, RejectsSizesWhoseParameterCountOverflows) {
   auto c = ParseHfConfigJson(R"({"model_type": "qwen2", "hidden_size": 1099511627776000,
       "num_hidden_layers": 24, "num_attention_heads": 8, "num_key_value_heads": 2,
-      "intermediate_size": 4864, "vocab_size": 151936, "max_position_embeddings": 1024})",
+      "intermediate_size": 4864, "vocab_size": 151936, "max_position_embeddings": 1024,
+      "rope_theta": 10000.0})",
                              "cfg.json");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("cfg.json: hidden_size: "), std::string::npos) << c.status();
@@ -162,7 +163,9 @@ TEST(ModelConfig, RejectsWrongTypesUnknownModelAndActivation) {
   ASSERT_FALSE(c.ok());
   const std::string& m = c.status().message();
   EXPECT_NE(m.find("hidden_size: must be an integer (got \"896\")"), std::string::npos) << m;
-  EXPECT_NE(m.find("model_type: must be \"llama\" or \"qwen2\" (got \"gpt2\")"), std::string::npos)
+  EXPECT_NE(m.find("model_type: model type \"gpt2\" is not supported; supported: llama, mistral, "
+                   "qwen2, qwen3"),
+            std::string::npos)
       << m;
   EXPECT_NE(m.find("hidden_act: only \"silu\""), std::string::npos) << m;
   EXPECT_NE(m.find("tie_word_embeddings: must be true or false"), std::string::npos) << m;

@@ -242,11 +242,11 @@ TEST(DecoderModel, ConfigErrorsNameTheField) {
   EXPECT_NE(m.status().message().find("vocab_size: must be > 0"), std::string::npos);
 
   auto d = TinyConfig();
-  d.rope_scaling.type = "dynamic";
+  d.rope_scaling.type = "longrope";
   d.rope_scaling.factor = 2;
   auto m2 = DecoderModel::Create(d, {});
   ASSERT_FALSE(m2.ok());
-  EXPECT_NE(m2.status().message().find("dynamic"), std::string::npos);
+  EXPECT_NE(m2.status().message().find("longrope"), std::string::npos);
 
   ModelOptions bad;
   bad.dtype = at::kInt;

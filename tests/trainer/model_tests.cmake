@@ -13,6 +13,10 @@ skrull_test(trainer_model_test
     ${CMAKE_CURRENT_LIST_DIR}/model_weights_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/model_lora_test.cc
   DEPS skrull_model)
+# Qwen3 / Mistral / dynamic and yarn RoPE / recompute modes / LoRA merge.
+skrull_test(trainer_model_families_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/model_families_test.cc
+  DEPS skrull_model)
 # Throughput numbers; skips unless SKRULL_MODEL_BENCH=1.
 skrull_test(trainer_model_bench_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/model_bench_test.cc

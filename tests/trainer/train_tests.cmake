@@ -7,6 +7,10 @@ skrull_test(train_unit_test
 skrull_test(train_step_test
   SOURCES train_step_test.cc train_optimizer_test.cc
   DEPS skrull_train)
+# keepLast, serving files, skrull-export.
+skrull_test(train_serving_test
+  SOURCES train_serving_test.cc
+  DEPS skrull_train)
 skrull_test(train_zero_test
   SOURCES train_zero_test.cc
   DEPS skrull_train

@@ -24,6 +24,8 @@ struct DecoderModel::Linear {
 struct DecoderModel::Layer {
   at::Tensor input_norm;
   at::Tensor post_norm;
+  at::Tensor q_norm;  // [head_dim], qwen3 only
+  at::Tensor k_norm;
   Linear q, k, v, o, gate, up, down;
 };
 
@@ -128,7 +130,7 @@ void DecoderModel::Build() {
 
   embed_tokens_ = make("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, 'n');
   const bool qkv_bias = c.attention_bias;
-  const bool o_bias = c.attention_bias && c.model_type == "llama";
+  const bool o_bias = c.OutputBias();
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     auto layer = std::make_unique<Layer>();
     const std::string p = "model.layers." + std::to_string(i) + ".";
@@ -137,6 +139,10 @@ void DecoderModel::Build() {
     linear(attn, "k_proj", c.KvDim(), c.hidden_size, qkv_bias, &layer->k);
     linear(attn, "v_proj", c.KvDim(), c.hidden_size, qkv_bias, &layer->v);
     linear(attn, "o_proj", c.hidden_size, c.QDim(), o_bias, &layer->o);
+    if (c.QkNorm()) {
+      layer->q_norm = make(attn + "q_norm.weight", {c.head_dim}, '1');
+      layer->k_norm = make(attn + "k_norm.weight", {c.head_dim}, '1');
+    }
     linear(mlp, "gate_proj", c.intermediate_size, c.hidden_size, false, &layer->gate);
     linear(mlp, "up_proj", c.intermediate_size, c.hidden_size, false, &layer->up);
     linear(mlp, "down_proj", c.hidden_size, c.intermediate_size, false, &layer->down);
@@ -204,6 +210,9 @@ at::Tensor DecoderModel::LinearForward(const Linear& l, const at::Tensor& x) con
 
 std::vector<at::Tensor> DecoderModel::LayerParameters(const Layer& layer) const {
   std::vector<at::Tensor> out = {layer.input_norm, layer.post_norm};
+  for (const at::Tensor* t : {&layer.q_norm, &layer.k_norm}) {
+    if (t->defined()) out.push_back(*t);
+  }
   for (const Linear* l :
        {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down}) {
     for (const at::Tensor* t : {&l->weight, &l->bias, &l->lora_a, &l->lora_b}) {
@@ -222,13 +231,36 @@ at::Tensor DecoderModel::LayerForward(const Layer& layer, int index, const at::T
   at::Tensor q = LinearForward(layer.q, h).view({t, config_.num_attention_heads, d});
   at::Tensor k = LinearForward(layer.k, h).view({t, config_.num_key_value_heads, d});
   at::Tensor v = LinearForward(layer.v, h).view({t, config_.num_key_value_heads, d});
+  if (layer.q_norm.defined()) {  // qwen3: per head, over head_dim, before RoPE
+    q = RmsNorm(q, layer.q_norm);
+    k = RmsNorm(k, layer.k_norm);
+  }
   q = ApplyRotary(q, cos, sin);
   k = ApplyRotary(k, cos, sin);
   at::Tensor a = attention_->Attend(q, k, v, layout, index);
   at::Tensor out = x + LinearForward(layer.o, a.reshape({t, config_.QDim()}));
-  h = RmsNorm(out, layer.post_norm);
+  if (options_.recompute_mlp && !options_.recompute_layers && at::GradMode::is_enabled()) {
+    const Layer* l = &layer;
+    BlockFn fn = [this, l](const at::Tensor& in) { return MlpForward(*l, in); };
+    return out + RecomputeInBackward(std::move(fn), out, MlpParameters(layer));
+  }
+  return out + MlpForward(layer, out);
+}
+
+at::Tensor DecoderModel::MlpForward(const Layer& layer, const at::Tensor& x) const {
+  at::Tensor h = RmsNorm(x, layer.post_norm);
   at::Tensor mlp = at::silu(LinearForward(layer.gate, h)) * LinearForward(layer.up, h);
-  return out + LinearForward(layer.down, mlp);
+  return LinearForward(layer.down, mlp);
+}
+
+std::vector<at::Tensor> DecoderModel::MlpParameters(const Layer& layer) const {
+  std::vector<at::Tensor> out = {layer.post_norm};
+  for (const Linear* l : {&layer.gate, &layer.up, &layer.down}) {
+    for (const at::Tensor* t : {&l->weight, &l->bias, &l->lora_a, &l->lora_b}) {
+      if (t->defined()) out.push_back(*t);
+    }
+  }
+  return out;
 }
 
 at::Tensor DecoderModel::Forward(const PackedBatch& batch) {
@@ -237,7 +269,21 @@ at::Tensor DecoderModel::Forward(const PackedBatch& batch) {
   layout.cu_seqlens = batch.cu_seqlens;
   layout.num_tokens = batch.NumTokens();
   at::Tensor x = at::embedding(embed_tokens_, batch.input_ids);
-  auto [cos, sin] = rope_.CosSin(batch.position_ids);
+  at::Tensor lengths = batch.sequence_lengths;
+  if (rope_.NeedsSequenceLengths() && !lengths.defined()) {
+    // Every token in a whole sequence: its length from cu_seqlens.
+    std::vector<int64_t> per_token;
+    per_token.reserve(static_cast<size_t>(layout.num_tokens));
+    for (size_t i = 1; i < batch.cu_seqlens.size(); ++i) {
+      per_token.insert(per_token.end(), batch.cu_seqlens[i] - batch.cu_seqlens[i - 1],
+                       batch.cu_seqlens[i] - batch.cu_seqlens[i - 1]);
+    }
+    SKRULL_CHECK(static_cast<int64_t>(per_token.size()) == layout.num_tokens)
+        << "dynamic RoPE on a stream with tokens outside cu_seqlens needs "
+           "PackedBatch.sequence_lengths";
+    lengths = at::tensor(per_token, at::TensorOptions().dtype(at::kLong));
+  }
+  auto [cos, sin] = rope_.CosSin(batch.position_ids, lengths);
   const bool recompute = options_.recompute_layers && at::GradMode::is_enabled();
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer* layer = layers_[i].get();
@@ -263,6 +309,23 @@ at::Tensor DecoderModel::LossSum(const PackedBatch& batch) {
   SKRULL_CHECK(batch.targets.defined()) << "LossSum needs PackedBatch.targets";
   return LinearCrossEntropySum(Forward(batch), LmHeadWeight(), batch.targets,
                                options_.loss_chunk_tokens);
+}
+
+Status DecoderModel::MergeLoraAdapters() {
+  if (!options_.lora.enabled()) {
+    return FailedPreconditionError("cannot merge LoRA adapters: LoRA is off (lora.rank 0)");
+  }
+  at::NoGradGuard no_grad;
+  for (const auto& layer : layers_) {
+    for (Linear* l :
+         {&layer->q, &layer->k, &layer->v, &layer->o, &layer->gate, &layer->up, &layer->down}) {
+      if (!l->lora_a.defined()) continue;
+      // PEFT: weight + transpose(B @ A, fan_in_fan_out) * scaling.
+      l->weight.add_((at::matmul(l->lora_b, l->lora_a) * l->lora_scaling).to(l->weight.dtype()));
+      l->lora_b.zero_();
+    }
+  }
+  return OkStatus();
 }
 
 std::vector<NamedTensor> DecoderModel::NamedParameters() const {

@@ -1,10 +1,14 @@
-// The Llama / Qwen2 decoder, run over packed token streams (one process, one
-// device). Parameters carry Hugging Face tensor names and load from / save to
-// safetensors checkpoints that transformers reads.
+// The dense Llama-family decoder (Llama, Mistral, Qwen2, Qwen3), run over
+// packed token streams (one process, one device). Parameters carry Hugging
+// Face tensor names and load from / save to safetensors checkpoints that
+// transformers reads.
 //
 //   embed_tokens -> L x [x += o_proj(Attn(RoPE(q, k), v)) over
 //   input_layernorm(x); x += down(silu(gate(h)) * up(h)) over
 //   post_attention_layernorm(x)] -> norm -> lm_head (tied: embed_tokens)
+//
+// Qwen3 applies q_norm / k_norm (RMSNorm over each head's head_dim) to q and
+// k before RoPE; biases follow scheduler::ModelConfig (model_config.h).
 //
 // Attention goes through an AttentionBackend (attention.h); every other layer
 // works token by token, so a packed stream gives, per token, the same values
@@ -50,13 +54,21 @@ struct ModelOptions {
   // LM head + loss run over this many tokens at a time (memory: one
   // [loss_chunk_tokens, vocab] float32 block).
   int64_t loss_chunk_tokens = 2048;
-  // Activation recomputation: keep only each decoder layer's input for
-  // backward and re-run the layer during backward (about one extra forward
-  // of compute; activation memory per token drops from roughly a layer's
-  // intermediates times num_hidden_layers to one hidden vector per layer).
-  // Values and gradients are unchanged. The attention backend is called
-  // again for each layer during backward.
+  // Activation recomputation (spec.training.recompute). Values and
+  // gradients are unchanged by either.
+  //   full (recompute_layers): keep only each decoder layer's input for
+  //     backward and re-run the layer during backward (about one extra
+  //     forward of compute; activation memory per token drops from roughly a
+  //     layer's intermediates times num_hidden_layers to one hidden vector
+  //     per layer). The attention backend is called again for each layer
+  //     during backward.
+  //   selective (recompute_mlp): keep each layer's MLP input only and re-run
+  //     the MLP (post-attention norm, gate, up, SwiGLU, down) in backward:
+  //     the 4 x intermediate_size values per token that dominate a layer's
+  //     activations are not kept; attention is not re-run.
+  // recompute_layers wins when both are set.
   bool recompute_layers = false;
+  bool recompute_mlp = false;
   LoraOptions lora;
 };
 
@@ -121,6 +133,11 @@ class DecoderModel {
   // Loads adapters from <dir>/adapter_model.safetensors or a .safetensors
   // file, strictly (same errors as LoadWeights).
   Status LoadLoraAdapters(const std::string& path);
+  // Adds each adapter into its base weight as PEFT's merge does,
+  // W += (B A) * alpha / rank, and zeroes B so the model's outputs are
+  // unchanged; SaveWeights then writes the merged model. FailedPrecondition
+  // when LoRA is off.
+  Status MergeLoraAdapters();
 
   // --- configuration.
   void SetAttentionBackend(std::unique_ptr<AttentionBackend> backend);
@@ -142,6 +159,8 @@ class DecoderModel {
   std::vector<at::Tensor> LayerParameters(const Layer& layer) const;
   at::Tensor LayerForward(const Layer& layer, int index, const at::Tensor& x, const at::Tensor& cos,
                           const at::Tensor& sin, const AttentionLayout& layout);
+  at::Tensor MlpForward(const Layer& layer, const at::Tensor& x) const;
+  std::vector<at::Tensor> MlpParameters(const Layer& layer) const;
   Status LoadNamed(const std::string& path, const std::vector<NamedTensor>& expected,
                    const std::string& name_prefix);
 

@@ -18,6 +18,11 @@ struct PackedBatch {
   at::Tensor targets;  // [T] int64, already shifted (targets[i] = next token), -100 = no loss
   // Boundaries of the whole ("local") sequences in the stream: {0, l0, l0+l1, ...}.
   std::vector<int64_t> cu_seqlens;
+  // [T] int64 or undefined: the whole length of the sequence each token
+  // belongs to. Read only by "dynamic" RoPE (rope.h); undefined, the model
+  // takes it from cu_seqlens, which suffices when every token is in a whole
+  // sequence (no CP shard).
+  at::Tensor sequence_lengths;
 
   int64_t NumTokens() const { return input_ids.defined() ? input_ids.size(0) : 0; }
 };

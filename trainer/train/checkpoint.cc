@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -10,6 +11,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <utility>
+#include <vector>
 
 #include "common/file_util.h"
 #include "common/json_fields.h"
@@ -37,6 +40,28 @@ int64_t StepOfName(const std::string& name) {
   std::smatch m;
   if (!std::regex_match(name, m, kPattern)) return -1;
   return std::stoll(m[1].str());
+}
+
+// The complete step-<N> folders under `root`, by ascending step.
+std::vector<std::pair<int64_t, fs::path>> CompleteCheckpoints(const fs::path& root) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return out;
+  for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
+    const int64_t step = StepOfName(e.path().filename().string());
+    if (step >= 0 && IsCompleteCheckpoint(e.path())) out.emplace_back(step, e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The folder name `latest` holds, or "".
+std::string LatestName(const fs::path& root) {
+  StatusOr<std::string> latest = ReadFileToString((root / kLatestFile).string());
+  if (!latest.ok()) return "";
+  std::string name = *latest;
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  return name;
 }
 
 }  // namespace
@@ -198,28 +223,37 @@ StatusOr<std::optional<std::string>> ResolveResumeDir(const std::string& output_
     return std::optional<std::string>(dir.string());
   }
   const fs::path root = CheckpointsRoot(output_dir);
-  StatusOr<std::string> latest = ReadFileToString((root / kLatestFile).string());
-  if (latest.ok()) {
-    std::string name = *latest;
-    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-    if (StepOfName(name) >= 0 && IsCompleteCheckpoint(root / name)) {
-      return std::optional<std::string>((root / name).string());
-    }
+  const std::string name = LatestName(root);
+  if (StepOfName(name) >= 0 && IsCompleteCheckpoint(root / name)) {
+    return std::optional<std::string>((root / name).string());
   }
   // `latest` is missing or stale: the newest complete step-<N> folder.
-  int64_t best = -1;
-  fs::path best_dir;
-  if (fs::is_directory(root, ec)) {
-    for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
-      const int64_t step = StepOfName(e.path().filename().string());
-      if (step > best && IsCompleteCheckpoint(e.path())) {
-        best = step;
-        best_dir = e.path();
-      }
+  const auto complete = CompleteCheckpoints(root);
+  if (complete.empty()) return std::optional<std::string>();
+  return std::optional<std::string>(complete.back().second.string());
+}
+
+StatusOr<std::vector<std::string>> PruneCheckpoints(const std::string& output_dir,
+                                                    int64_t keep_last) {
+  std::vector<std::string> removed;
+  if (keep_last <= 0) return removed;
+  const fs::path root = CheckpointsRoot(output_dir);
+  const auto complete = CompleteCheckpoints(root);
+  const std::string latest = LatestName(root);
+  const size_t keep = static_cast<size_t>(keep_last);
+  for (size_t i = 0; i + keep < complete.size(); ++i) {
+    // The newest complete one is among the kept; `latest`'s target is spared
+    // even when it is older (a resumed run that wrote an older step).
+    if (complete[i].second.filename().string() == latest) continue;
+    std::error_code ec;
+    fs::remove_all(complete[i].second, ec);
+    if (ec) {
+      return IoError(complete[i].second.string() +
+                     ": cannot delete (spec.checkpoint.keepLast): " + ec.message());
     }
+    removed.push_back(complete[i].second.string());
   }
-  if (best < 0) return std::optional<std::string>();
-  return std::optional<std::string>(best_dir.string());
+  return removed;
 }
 
 StatusOr<TrainerState> ReadTrainerState(const std::string& dir) {

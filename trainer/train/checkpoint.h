@@ -98,6 +98,14 @@ StatusOr<std::string> CommitCheckpoint(
 StatusOr<std::optional<std::string>> ResolveResumeDir(const std::string& output_dir,
                                                       const std::string& resume_from);
 
+// spec.checkpoint.keepLast: deletes the complete step-<N> folders older than
+// the newest `keep_last` ones, sparing the folder `latest` names; step-<N>.tmp
+// and .shards folders (a checkpoint being written) are never touched.
+// keep_last <= 0 keeps all. Returns the folders deleted. Call after
+// CommitCheckpoint.
+StatusOr<std::vector<std::string>> PruneCheckpoints(const std::string& output_dir,
+                                                    int64_t keep_last);
+
 // Reads <dir>/trainer_state.json.
 StatusOr<TrainerState> ReadTrainerState(const std::string& dir);
 

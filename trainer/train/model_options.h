@@ -12,7 +12,8 @@ namespace skrull::train {
 // Options for the model of `job` on `device`: dtype bfloat16 when
 // spec.training.precision is bf16 and `device` is CUDA, float32 otherwise
 // (bf16 runs as float32 on CPU); spec.model.seed for the random init and the
-// LoRA adapters; spec.model.lora when set. Everything else keeps
+// LoRA adapters; spec.model.lora when set; spec.training.recompute (full ->
+// recompute_layers, selective -> recompute_mlp). Everything else keeps
 // ModelOptions' defaults.
 model::ModelOptions ModelOptionsFromSpec(const api::JobSpec& job, c10::Device device);
 

@@ -74,6 +74,20 @@ model::PackedBatch ToPackedBatch(const scheduler::RankStream& stream, c10::Devic
   b.position_ids = ToLongTensor(stream.positions, device);
   b.targets = ToLongTensor(stream.targets, device);
   b.cu_seqlens = stream.local_cu_seqlens;
+  // Whole-sequence length per token (dynamic RoPE): local sequences, then
+  // each distributed sequence's shard on this rank, in stream order.
+  std::vector<int64_t> lengths;
+  lengths.reserve(stream.input_ids.size());
+  for (size_t i = 1; i < stream.local_cu_seqlens.size(); ++i) {
+    const int64_t n = stream.local_cu_seqlens[i] - stream.local_cu_seqlens[i - 1];
+    lengths.insert(lengths.end(), n, n);
+  }
+  for (const DistributedSegment& d : stream.distributed) {
+    lengths.insert(lengths.end(), d.RankTokens(stream.cp_rank), d.length);
+  }
+  SKRULL_CHECK(lengths.size() == stream.input_ids.size())
+      << "stream of " << stream.input_ids.size() << " tokens, lengths for " << lengths.size();
+  b.sequence_lengths = ToLongTensor(lengths, device);
   return b;
 }
 

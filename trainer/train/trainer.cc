@@ -32,6 +32,7 @@
 #include "trainer/train/model_options.h"
 #include "trainer/train/optimizer.h"
 #include "trainer/train/rng_state.h"
+#include "trainer/train/serving_files.h"
 #include "trainer/train/train_step.h"
 #include "trainer/train/zero_optimizer.h"
 
@@ -276,6 +277,8 @@ Status Run::SetupScheduler() {
   }
   // ZeRO shards static state over every world rank (optimizer.h).
   cost_options.zero_stage = job_.training.zero_stage;
+  cost_options.recompute = job_.training.recompute == api::Recompute::kFull;
+  cost_options.recompute_mlp = job_.training.recompute == api::Recompute::kSelective;
   cost_options.dp_for_sharding = layout_.world_size();
   cost_ = std::make_unique<scheduler::CostModel>(config_, cost_options);
   memory_capacity_bytes_ = memory_->CapacityBytes();
@@ -748,6 +751,12 @@ Status Run::SaveCheckpoint(int64_t step_done) {
           const fs::path d(tmp);
           SKRULL_RETURN_IF_ERROR(WriteFileAtomically((d / kHfConfigFile).string(),
                                                      scheduler::ToHfConfigJson(config_)));
+          // A model folder serving engines take as it is (serving_files.h).
+          ServingSources sources;
+          sources.model_dir = fs::path(job_.model.config).parent_path().string();
+          sources.tokenizer = job_.data.tokenizer;
+          sources.chat_template = job_.data.chat_template;
+          SKRULL_RETURN_IF_ERROR(WriteServingFiles(config_, sources, tmp).status());
           if (job_.model.lora.has_value()) {
             SKRULL_RETURN_IF_ERROR(model_->SaveLoraAdapters(tmp, job_.model.weights));
           } else {
@@ -763,6 +772,14 @@ Status Run::SaveCheckpoint(int64_t step_done) {
     if (dir.ok()) {
       last_checkpoint_ = *dir;
       Notice("checkpoint " + *dir);
+      StatusOr<std::vector<std::string>> pruned =
+          PruneCheckpoints(output_dir_, job_.checkpoint.keep_last);
+      if (!pruned.ok()) {
+        saved = pruned.status();
+      } else if (!pruned->empty()) {
+        Notice("spec.checkpoint.keepLast " + std::to_string(job_.checkpoint.keep_last) +
+               ": deleted " + std::to_string(pruned->size()) + " older checkpoint(s)");
+      }
     } else {
       saved = dir.status();
     }
@@ -909,6 +926,9 @@ std::string JobSpecHash(const api::JobSpec& job) {
   j.training.resume_from.clear();
   j.training.log_every = 1;
   j.training.checkpoint_every = 0;
+  // Neither changes the math: a resumed run may change them.
+  j.training.recompute = api::Recompute::kNone;
+  j.checkpoint = api::CheckpointSpec();
   j.metrics = api::MetricsSpec();
   j.resources = api::ResourcesSpec();
   j.image = api::ImageSpec();
