@@ -47,6 +47,9 @@ JobSpec EverythingSet() {
             "/models/qwen2.5",
             "{%- for m in messages %}\n  {{- m.content + '\\n' }}\n{% endfor %}",
             int64_t{1} << 20,
+            kDefaultTemplateMaxBytes,
+            kDefaultTemplateMaxSteps,
+            kDefaultTemplateMaxSeconds,
             {{"text", "body"}},
             {}};
   s.parallelism = {2, 4, 2, 4};
