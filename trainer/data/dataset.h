@@ -44,6 +44,7 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
+#include "tokenizer/jinja/budget.h"
 #include "trainer/data/sample.h"
 
 namespace skrull::tokenizer {
@@ -76,6 +77,8 @@ struct DatasetOptions {
   // and a chat template replacing the model's ("" = the model's).
   std::string tokenizer;
   std::string chat_template;
+  // The work budget of rendering one line's chat (spec.data.templateMax*).
+  jinja::RenderLimits template_limits{};
   // Threads that parse lines while indexing; 0 = one per core.
   int threads = 0;
   // text-jsonl: keep the index in PATH.skrull-index (regular files only),
