@@ -116,6 +116,18 @@ def check_templates(args, templates_file, tally):
           f"templates for every chat it renders")
 
 
+def chat_command(args, tmp, folder, input_file, template):
+    """skrull-tokenize --chat on `input_file` with the model folder's template,
+    or `template` (a collect_templates.py entry) in its place."""
+    cmd = [os.path.join(args.bin, "skrull-tokenize"), "--tokenizer", folder, "--chat",
+           "--input", input_file]
+    if template is not None:
+        template_file = os.path.join(tmp, "template.jinja")
+        open(template_file, "w", encoding="utf-8").write(template["template"])
+        cmd += ["--chat-template", template_file]
+    return cmd
+
+
 def check_chats(args, templates, tally):
     chats_file = os.path.join(DATA, "chat_corpus.jsonl")
     chats = lines(open(chats_file, encoding="utf-8").read())
@@ -143,12 +155,7 @@ def check_chats(args, templates, tally):
             with open(input_file, "w", encoding="utf-8") as f:
                 for i in ok_chats:
                     f.write(json.dumps(chats[i], ensure_ascii=False) + "\n")
-            cmd = [os.path.join(args.bin, "skrull-tokenize"), "--tokenizer", folder, "--chat",
-                   "--input", input_file]
-            if override:
-                template_file = os.path.join(tmp, "template.jinja")
-                open(template_file, "w", encoding="utf-8").write(templates[name]["template"])
-                cmd += ["--chat-template", template_file]
+            cmd = chat_command(args, tmp, folder, input_file, templates[name] if override else None)
             mine = lines(run(cmd))
             by_chat = {r["chat"]: r for r in ref}
             ids_same = labels_same = labels_checked = 0
@@ -187,12 +194,7 @@ def check_long_chats(args, templates, tally):
             f.write(json.dumps({"messages": messages}, ensure_ascii=False) + "\n")
         for tok_dir, name, override in CHAT_PAIRS:
             folder = os.path.join(args.refs, tok_dir, "models")
-            cmd = [os.path.join(args.bin, "skrull-tokenize"), "--tokenizer", folder, "--chat",
-                   "--input", input_file]
-            if override:
-                template_file = os.path.join(tmp, "template.jinja")
-                open(template_file, "w", encoding="utf-8").write(templates[name]["template"])
-                cmd += ["--chat-template", template_file]
+            cmd = chat_command(args, tmp, folder, input_file, templates[name] if override else None)
             start = time.monotonic()
             proc = subprocess.run(cmd, capture_output=True, text=True)
             seconds = time.monotonic() - start
