@@ -15,12 +15,7 @@ Status AddForms(const nlohmann::json& spec, const std::string& path, int depth,
                 std::vector<Normalizer::Form>* forms) {
   if (spec.is_null()) return OkStatus();
   const JsonFields f(spec, "", path);
-  if (!spec.is_object()) return f.Error("", "must be an object with a \"type\"", &spec);
-  if (depth > kMaxComponentDepth) {
-    return f.Error(
-        "", "Sequences nested deeper than " + std::to_string(kMaxComponentDepth) + " levels");
-  }
-  SKRULL_ASSIGN_OR_RETURN(const std::string type, f.RequiredString("type"));
+  SKRULL_ASSIGN_OR_RETURN(const std::string type, ComponentType(f, spec, depth));
   if (type == "NFC") {
     forms->push_back(Normalizer::Form::kNfc);
   } else if (type == "NFD") {

@@ -167,12 +167,7 @@ StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizer::FromJson(const nlohmann::j
     Located s = std::move(stack.back());
     stack.pop_back();
     const JsonFields f(*s.spec, "", s.path);
-    if (!s.spec->is_object()) return f.Error("", "must be an object with a \"type\"", s.spec);
-    if (s.depth > kMaxComponentDepth) {
-      return f.Error(
-          "", "Sequences nested deeper than " + std::to_string(kMaxComponentDepth) + " levels");
-    }
-    SKRULL_ASSIGN_OR_RETURN(const std::string type, f.RequiredString("type"));
+    SKRULL_ASSIGN_OR_RETURN(const std::string type, ComponentType(f, *s.spec, s.depth));
     if (type == "Sequence") {
       SKRULL_ASSIGN_OR_RETURN(const nlohmann::json* list, f.RequiredArray("pretokenizers"));
       for (size_t i = list->size(); i-- > 0;) {

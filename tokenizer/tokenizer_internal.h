@@ -10,6 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_fields.h"
+#include "common/status.h"
+
 #include "tokenizer/tokenizer.h"
 
 namespace skrull::tokenizer {
@@ -20,6 +23,19 @@ inline constexpr int kMaxJsonDepth = 64;
 // Sequences of normalizers, pre-tokenizers or post-processors may nest this
 // deep.
 inline constexpr int kMaxComponentDepth = 16;
+// The "type" of a component (normalizer, pre-tokenizer, post-processor) read
+// by `f`, `depth` Sequences deep: an error when `spec` is not an object or
+// nests deeper than kMaxComponentDepth.
+inline StatusOr<std::string> ComponentType(const JsonFields& f, const nlohmann::json& spec,
+                                           int depth) {
+  if (!spec.is_object()) return f.Error("", "must be an object with a \"type\"", &spec);
+  if (depth > kMaxComponentDepth) {
+    return f.Error(
+        "", "Sequences nested deeper than " + std::to_string(kMaxComponentDepth) + " levels");
+  }
+  return f.RequiredString("type");
+}
+
 // Token ids index tables (the byte length of each token), so they are bounded
 // by what the file holds, not by the largest number written in it: below
 // twice the number of tokens in model.vocab and added_tokens plus 1024 (real

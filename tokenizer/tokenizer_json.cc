@@ -66,12 +66,7 @@ Status ParseTemplate(const JsonFields& f, int32_t id_end, PostProcessorIds* post
 Status ParsePostProcessor(const Json& spec, const std::string& path, int depth, int32_t id_end,
                           PostProcessorIds* post) {
   const JsonFields f(spec, "", path);
-  if (!spec.is_object()) return f.Error("", "must be an object", &spec);
-  if (depth > kMaxComponentDepth) {
-    return f.Error(
-        "", "Sequences nested deeper than " + std::to_string(kMaxComponentDepth) + " levels");
-  }
-  SKRULL_ASSIGN_OR_RETURN(const std::string type, f.RequiredString("type"));
+  SKRULL_ASSIGN_OR_RETURN(const std::string type, ComponentType(f, spec, depth));
   if (type == "ByteLevel") return OkStatus();  // trims offsets only
   if (type == "TemplateProcessing") return ParseTemplate(f, id_end, post);
   if (type == "Sequence") {

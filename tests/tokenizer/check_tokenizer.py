@@ -19,6 +19,9 @@ addon, @huggingface/jinja, and real chat templates from @huggingface/ollama-util
    encode(rendered, add_special_tokens=False) and labels from the rendered
    assistant spans, for Qwen3, Llama-3, Llama-3.1 with their own templates and
    Qwen2.5 / Mistral templates on those tokenizers.
+4. long chats: a conversation of over 128K tokens (64 turns) renders and
+   encodes with the default template budget (docs/tokenizer.md, "Limits")
+   with each template of 3., through `skrull-tokenize --chat`.
 Every comparison must match exactly. Prints "N passed, M failed".
 """
 import argparse
@@ -27,6 +30,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -112,6 +116,18 @@ def check_templates(args, templates_file, tally):
           f"templates for every chat it renders")
 
 
+def chat_command(args, tmp, folder, input_file, template):
+    """skrull-tokenize --chat on `input_file` with the model folder's template,
+    or `template` (a collect_templates.py entry) in its place."""
+    cmd = [os.path.join(args.bin, "skrull-tokenize"), "--tokenizer", folder, "--chat",
+           "--input", input_file]
+    if template is not None:
+        template_file = os.path.join(tmp, "template.jinja")
+        open(template_file, "w", encoding="utf-8").write(template["template"])
+        cmd += ["--chat-template", template_file]
+    return cmd
+
+
 def check_chats(args, templates, tally):
     chats_file = os.path.join(DATA, "chat_corpus.jsonl")
     chats = lines(open(chats_file, encoding="utf-8").read())
@@ -139,12 +155,7 @@ def check_chats(args, templates, tally):
             with open(input_file, "w", encoding="utf-8") as f:
                 for i in ok_chats:
                     f.write(json.dumps(chats[i], ensure_ascii=False) + "\n")
-            cmd = [os.path.join(args.bin, "skrull-tokenize"), "--tokenizer", folder, "--chat",
-                   "--input", input_file]
-            if override:
-                template_file = os.path.join(tmp, "template.jinja")
-                open(template_file, "w", encoding="utf-8").write(templates[name]["template"])
-                cmd += ["--chat-template", template_file]
+            cmd = chat_command(args, tmp, folder, input_file, templates[name] if override else None)
             mine = lines(run(cmd))
             by_chat = {r["chat"]: r for r in ref}
             ids_same = labels_same = labels_checked = 0
@@ -164,6 +175,36 @@ def check_chats(args, templates, tally):
                   f"refused by the template or without an assistant turn)")
 
 
+LONG_CHAT_TOKENS = 128 * 1024
+
+
+def check_long_chats(args, templates, tally):
+    texts = [t["text"] for t in lines(open(os.path.join(DATA, "tokenizer_corpus.jsonl"),
+                                           encoding="utf-8").read())]
+    corpus = " ".join(t for t in texts if len(t) < 2000)
+    # 64 turns of about 2.5K tokens each, user and assistant alternating.
+    turn = (corpus * (1 + 12000 // len(corpus)))[:12000]
+    messages = []
+    for i in range(64):
+        messages.append({"role": "user" if i % 2 == 0 else "assistant",
+                         "content": f"turn {i}: " + turn})
+    with tempfile.TemporaryDirectory() as tmp:
+        input_file = os.path.join(tmp, "long.jsonl")
+        with open(input_file, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"messages": messages}, ensure_ascii=False) + "\n")
+        for tok_dir, name, override in CHAT_PAIRS:
+            folder = os.path.join(args.refs, tok_dir, "models")
+            cmd = chat_command(args, tmp, folder, input_file, templates[name] if override else None)
+            start = time.monotonic()
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            seconds = time.monotonic() - start
+            ids = len(json.loads(proc.stdout)["input_ids"]) if proc.returncode == 0 else 0
+            tally.check(proc.returncode == 0 and ids >= LONG_CHAT_TOKENS,
+                        f"{tok_dir} + {name}: long chat: {proc.stderr.strip()[:300]} ({ids} ids)")
+            print(f"long chat {tok_dir} + {name}: {ids} tokens in {seconds:.2f} s "
+                  f"(render and encode, default template budget)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
@@ -180,6 +221,7 @@ def main():
         check_text(args, tally)
         check_templates(args, templates_file, tally)
         check_chats(args, templates, tally)
+        check_long_chats(args, templates, tally)
     print(f"{tally.passed} passed, {tally.failed} failed")
     return 1 if tally.failed else 0
 

@@ -391,16 +391,17 @@ def check(args):
     return 1 if failed else 0
 
 
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fuzz", "corpus")
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("write")
-    w.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                    "fuzz", "corpus"))
+    w.add_argument("--corpus", default=CORPUS)
     c = sub.add_parser("check")
     c.add_argument("--bin", required=True)
-    c.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                    "fuzz", "corpus"))
+    c.add_argument("--corpus", default=CORPUS)
     c.add_argument("--seconds", type=float, default=5.0)
     c.add_argument("--mib", type=float, default=1024.0)
     c.add_argument("--kill", type=float, default=60.0, help="kill a case after this many s")

@@ -131,6 +131,11 @@ DatasetOptions DatasetOptionsFromSpec(const api::DataSpec& spec, int32_t vocab_s
   o.vocab_size = vocab_size;
   o.tokenizer = spec.tokenizer;
   o.chat_template = spec.chat_template;
+  static_assert(api::kDefaultTemplateMaxBytes == jinja::RenderLimits::kDefaultMaxBytes &&
+                    api::kDefaultTemplateMaxSteps == jinja::RenderLimits::kDefaultMaxSteps &&
+                    api::kDefaultTemplateMaxSeconds == jinja::RenderLimits::kDefaultMaxSeconds,
+                "spec.data.templateMax* defaults differ from the renderer's");
+  o.template_limits = {spec.template_max_bytes, spec.template_max_steps, spec.template_max_seconds};
   o.max_line_bytes = spec.max_line_bytes;
   o.fields = spec.fields;
   return o;
@@ -166,7 +171,8 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) 
   }
   std::unique_ptr<Dataset> ds(new Dataset(options, fd));
   if (api::IsTextFormat(options.format) && !options.tokenizer.empty()) {
-    auto encoder = tokenizer::TextEncoder::Load({options.tokenizer, options.chat_template});
+    auto encoder = tokenizer::TextEncoder::Load(
+        {options.tokenizer, options.chat_template, options.template_limits});
     if (!encoder.ok()) return encoder.status().WithContext("spec.data.tokenizer");
     ds->encoder_ = std::move(*encoder);
   }

@@ -47,6 +47,7 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
+#include "tokenizer/jinja/budget.h"
 #include "trainer/data/sample.h"
 
 namespace skrull::tokenizer {
@@ -82,6 +83,8 @@ struct DatasetOptions {
   // alpaca, sharegpt, text-jsonl: standard field name -> the name the file
   // uses (spec.data.fields; record_format.h).
   std::map<std::string, std::string> fields;
+  // The work budget of rendering one line's chat (spec.data.templateMax*).
+  jinja::RenderLimits template_limits{};
   // Threads that parse lines while indexing; 0 = one per core.
   int threads = 0;
   // text-jsonl: keep the index in PATH.skrull-index (regular files only),

@@ -1,7 +1,8 @@
 // skrull-tokenize: text-jsonl -> token ids with a Hugging Face tokenizer, the
 // same code the trainer runs on text-jsonl (ParseTextLineWithTokenizer).
 //   skrull-tokenize --tokenizer PATH [--chat] [--chat-template FILE]
-//                   [--input FILE] [--output FILE]
+//                   [--template-max-bytes N] [--template-max-steps N]
+//                   [--template-max-seconds S] [--input FILE] [--output FILE]
 // Without --chat each line is {"text": ...} -> {"input_ids": [...]} (Hugging
 // Face tokenizers' encode(text), special tokens of the post-processor
 // included). With --chat each line is {"messages": [...]} -> {"input_ids":
@@ -32,6 +33,7 @@ struct Flags {
   std::string tokenizer;
   bool chat = false;
   std::string chat_template_file;
+  skrull::jinja::RenderLimits limits;  // spec.data.templateMax*
   std::string input = "-";
   std::string output = "-";
 };
@@ -63,6 +65,7 @@ skrull::Status CheckKind(const std::string& line, bool chat) {
 int Run(const Flags& flags) {
   skrull::tokenizer::TextEncoderOptions options;
   options.path = flags.tokenizer;
+  options.template_limits = flags.limits;
   if (!flags.chat_template_file.empty()) {
     auto text = skrull::ReadFileToString(flags.chat_template_file);
     if (!text.ok()) {
@@ -144,6 +147,16 @@ int main(int argc, char** argv) {
   app.add_flag("--chat", flags.chat, "lines are {\"messages\": [...]}; print labels too");
   app.add_option("--chat-template", flags.chat_template_file,
                  "a file whose text replaces the model's chat template");
+  app.add_option(
+         "--template-max-bytes", flags.limits.max_bytes,
+         "the largest string or list a chat template may build (spec.data.templateMaxBytes)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--template-max-steps", flags.limits.max_steps,
+                 "steps rendering one chat may take (spec.data.templateMaxSteps)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--template-max-seconds", flags.limits.max_seconds,
+                 "seconds rendering one chat may take (spec.data.templateMaxSeconds)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--input", flags.input, "input JSONL (default: stdin)");
   app.add_option("--output", flags.output, "output JSONL (default: stdout)");
   CLI11_PARSE(app, argc, argv);

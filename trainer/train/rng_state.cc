@@ -35,8 +35,21 @@ Status RestoreCpuRngState(const std::string& hex, const std::string& origin) {
   if (hex.size() % 2 != 0) return InvalidArgumentError(origin + ": rng_state_hex: odd length");
   at::Tensor st = at::empty({static_cast<int64_t>(hex.size() / 2)}, at::kByte);
   uint8_t* p = st.data_ptr<uint8_t>();
+  auto digit = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
   for (size_t i = 0; i < hex.size(); i += 2) {
-    p[i / 2] = static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) {
+      return InvalidArgumentError(origin + ": rng_state_hex: character " +
+                                  std::to_string(hi < 0 ? i : i + 1) +
+                                  " is not a hex digit; the checkpoint's trainer state is damaged "
+                                  "(resume from an earlier checkpoint)");
+    }
+    p[i / 2] = static_cast<uint8_t>(hi * 16 + lo);
   }
   try {
     at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one

@@ -412,8 +412,13 @@ Status Run::Resume() {
   }
   SKRULL_ASSIGN_OR_RETURN(TrainerState saved, ReadTrainerState(*dir));
   if (job_.model.lora.has_value()) {
-    SKRULL_RETURN_IF_ERROR(
-        model_->LoadLoraAdapters((fs::path(*dir) / kAdapterWeightsFile).string()));
+    Status loaded = model_->LoadLoraAdapters((fs::path(*dir) / kAdapterWeightsFile).string());
+    if (!loaded.ok()) {
+      return loaded.WithContext(
+          "resuming from " + *dir + ": spec.model.lora is set, so the checkpoint must hold its " +
+          "LoRA adapter (" + kAdapterWeightsFile +
+          "); a checkpoint of a job without LoRA holds full model weights instead");
+    }
   } else {
     SKRULL_RETURN_IF_ERROR(model_->LoadWeights((fs::path(*dir) / kModelWeightsFile).string()));
   }
