@@ -183,6 +183,19 @@ Status ValidateJobSpec(const JobSpec& spec, const std::string& origin) {
   return diag.ToStatus(origin);
 }
 
+StatusOr<JobSpec> WithBucketSize(const JobSpec& spec, int64_t tokens, const std::string& origin) {
+  if (tokens <= 0) {
+    return InvalidArgumentError(
+        origin + ": spec.scheduler.bucketSize: the override must be > 0 tokens (got " +
+        std::to_string(tokens) + ")");
+  }
+  JobSpec tuned = spec;
+  tuned.scheduler.bucket_size_auto = false;
+  tuned.scheduler.bucket_size_tokens = tokens;
+  SKRULL_RETURN_IF_ERROR(ValidateJobSpec(tuned, origin));
+  return tuned;
+}
+
 StatusOr<JobSpec> LoadJobSpec(const std::string& yaml_text, const std::string& origin,
                               const std::string& base_dir) {
   SKRULL_ASSIGN_OR_RETURN(YAML::Node doc, LoadYamlDocument(yaml_text, origin));

@@ -394,6 +394,16 @@ StatusOr<JobSpec> LoadJobSpecFile(const std::string& path);
 // ApplyDefaults.
 Status ValidateJobSpec(const JobSpec& spec, const std::string& origin = "<JobSpec>");
 
+// `spec` with spec.scheduler.bucketSize set to `tokens` (a count: no longer
+// auto), validated as a whole (ValidateJobSpec with `origin`): the one way a
+// tuned BucketSize is applied, by the operator and by the local runner alike.
+// InvalidArgument "<origin>: spec.scheduler.bucketSize: ..." for tokens <= 0
+// (validation reads 0 as unset) or a value the spec does not allow (over
+// kMaxBucketSizeTokens, or bucketSize x contextParallel over
+// kMaxSequenceTokens).
+StatusOr<JobSpec> WithBucketSize(const JobSpec& spec, int64_t tokens,
+                                 const std::string& origin = "<JobSpec>");
+
 // Fills the defaults that depend on other fields or that empty values stand
 // for: namespace "default", bucketSize auto when unset (0 and not auto),
 // outputDir runs/<name>, image.repository / image.pullPolicy from ImageSpec's

@@ -86,18 +86,9 @@ StatusOr<api::JobSpec> DeriveRunJob(const api::JobSpec& job, const std::string& 
   SKRULL_ASSIGN_OR_RETURN(api::JobSpec derived,
                           api::LoadJobSpec(api::ToYaml(job), "job " + job.name, base));
   derived.training.output_dir = fs::absolute(run_dir, ec).lexically_normal().string();
-  if (bucket_size_tokens) {
-    // ValidateJobSpec reads 0 as "unset"; an override must be a count.
-    if (*bucket_size_tokens <= 0) {
-      return InvalidArgumentError("run " + derived.training.output_dir +
-                                  ": spec.scheduler.bucketSize: the override must be > 0 tokens "
-                                  "(got " +
-                                  std::to_string(*bucket_size_tokens) + ")");
-    }
-    derived.scheduler.bucket_size_auto = false;
-    derived.scheduler.bucket_size_tokens = *bucket_size_tokens;
-  }
-  SKRULL_RETURN_IF_ERROR(api::ValidateJobSpec(derived, "run " + derived.training.output_dir));
+  const std::string origin = "run " + derived.training.output_dir;
+  if (bucket_size_tokens) return api::WithBucketSize(derived, *bucket_size_tokens, origin);
+  SKRULL_RETURN_IF_ERROR(api::ValidateJobSpec(derived, origin));
   return derived;
 }
 

@@ -204,14 +204,14 @@ int MaxJobNameLength(int nodes) {
   return 63 - static_cast<int>(std::string("-node-").size()) - digits;
 }
 
-std::string TrainerJobYaml(const api::JobSpec& spec, const JobContext& ctx) {
+StatusOr<std::string> TrainerJobYaml(const api::JobSpec& spec, const JobContext& ctx) {
   api::JobSpec s = spec;
   if (ctx.attempt > 0 && s.training.resume_from.empty()) {
     s.training.resume_from = api::kResumeLatest;
   }
   if (ctx.bucket_size_override_tokens > 0) {
-    s.scheduler.bucket_size_auto = false;
-    s.scheduler.bucket_size_tokens = ctx.bucket_size_override_tokens;
+    SKRULL_ASSIGN_OR_RETURN(s, api::WithBucketSize(s, ctx.bucket_size_override_tokens,
+                                                   "status.tuning.nextBucketSizeTokens"));
   }
   // Pods serve /metrics on all addresses unless the job names one.
   if (s.metrics.address.empty()) s.metrics.address = api::kPodMetricsAddress;
@@ -239,7 +239,7 @@ StatusOr<DesiredObjects> BuildDesiredChildren(const api::JobSpec& spec, const Jo
         "' stay DNS labels of at most 63 (got " + std::to_string(spec.name.size()) + ")");
   }
   DesiredObjects d;
-  d.job_yaml = TrainerJobYaml(spec, ctx);
+  SKRULL_ASSIGN_OR_RETURN(d.job_yaml, TrainerJobYaml(spec, ctx));
   d.config_map = {{"apiVersion", "v1"},
                   {"kind", "ConfigMap"},
                   {"metadata", Metadata(SpecConfigMapName(spec.name), spec, ctx)},

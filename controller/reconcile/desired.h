@@ -66,11 +66,13 @@ struct DesiredObjects {
 };
 
 // The job YAML the trainer pods load: the spec as given, plus, for attempts
-// after the first, resumeFrom: latest (when unset) and the tuned BucketSize.
-std::string TrainerJobYaml(const api::JobSpec& spec, const JobContext& ctx);
+// after the first, resumeFrom: latest (when unset) and the tuned BucketSize
+// (api::WithBucketSize: InvalidArgument when the spec does not allow it).
+StatusOr<std::string> TrainerJobYaml(const api::JobSpec& spec, const JobContext& ctx);
 
 // InvalidArgument when the job cannot be represented (a name too long for
-// the pods' DNS hostnames), naming the field and the limit.
+// the pods' DNS hostnames, a tuned BucketSize the spec does not allow),
+// naming the field and the limit.
 StatusOr<DesiredObjects> BuildDesired(const api::JobSpec& spec, const JobContext& ctx);
 
 // BuildDesired without the pods (DesiredObjects::pods empty): what the

@@ -1,5 +1,5 @@
 // What hostile or absurd job files cost: time, memory and the messages they
-// get (issue 17, defects 4, 9b and 10). Every file here is generated.
+// get (alias bombs, huge sizes, absurd values). Every file here is generated.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -468,6 +468,25 @@ TEST(Validate, Storage) {
   EXPECT_TRUE(ok->storage.read_only);
 }
 
+TEST(WithBucketSize, SetsACountAndValidatesTheWholeSpec) {
+  StatusOr<JobSpec> loaded = LoadJobSpec(testing::kMinimalJob, "<test>");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  StatusOr<JobSpec> tuned = WithBucketSize(*loaded, 15360, "tuner");
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  EXPECT_FALSE(tuned->scheduler.bucket_size_auto);
+  EXPECT_EQ(tuned->scheduler.bucket_size_tokens, 15360);
+  EXPECT_EQ(WithBucketSize(*loaded, 0, "tuner").status().message(),
+            "tuner: spec.scheduler.bucketSize: the override must be > 0 tokens (got 0)");
+  EXPECT_EQ(WithBucketSize(*loaded, kMaxBucketSizeTokens + 1, "tuner").status().message(),
+            "tuner: spec.scheduler.bucketSize: must be 1..1073741824 tokens (1024M) or 'auto' "
+            "(got 1073741825)");
+  // The rest of the spec is checked too: a broken field is reported with it.
+  JobSpec broken = *loaded;
+  broken.training.warmup_steps = broken.training.steps;
+  EXPECT_EQ(WithBucketSize(broken, 4096, "tuner").status().message(),
+            "tuner: spec.training.warmupSteps: must be < steps (100) (got 100)");
+}
+
 TEST(Validate, ProgrammaticSpecsGetTheSameRulesWithoutPositions) {
   StatusOr<JobSpec> loaded = LoadJobSpec(testing::kMinimalJob, "<test>");
   ASSERT_TRUE(loaded.ok()) << loaded.status();

@@ -235,9 +235,9 @@ TEST(SkrullPlanSchedule, SequenceLongerThanCpTimesBucketExitsTwo) {
   EXPECT_NE(r.err.find(lengths), std::string::npos) << r.err;
 }
 
-// Issue 17, defect 5: a length of 2^63-1 used to overflow ShardTokens, abort
-// skrull/round-robin/skrull-paper and print negative token counts with exit 0
-// for cp-all/sorted/balanced-cp.
+// Guards every policy against a length over the maximum (2^63-1 once
+// overflowed the shard size, aborted skrull/round-robin/skrull-paper and
+// printed negative token counts with exit 0 for cp-all/sorted/balanced-cp).
 TEST(SkrullPlanSchedule, LengthAboveTheMaximumExitsTwoForEveryPolicy) {
   TempDir dir;
   for (const char* huge : {"9223372036854775807", "2147483648"}) {

@@ -1,4 +1,4 @@
-// Every policy on hostile sizes (issue 17, defect 5): lengths near int64's
+// Every policy on hostile sizes: lengths near int64's
 // limits, huge or degenerate layouts and BucketSizes. Each call returns a
 // clean error Status or a plan that passes VerifyPlan; none aborts or wraps.
 #include <gtest/gtest.h>

@@ -130,8 +130,8 @@ TEST(ModelConfig, RejectsKvHeadsThatDoNotDivideHeads) {
       << c.status();
 }
 
-// Issue 17, defect 5: sizes from a config used to overflow NumParameters
-// (negative or wrapped memory figures, a 0 ms gradient all-reduce).
+// Guards NumParameters against sizes that overflow it (negative or wrapped
+// memory figures, a 0 ms gradient all-reduce).
 TEST(ModelConfig, RejectsSizesWhoseParameterCountOverflows) {
   auto c = ParseHfConfigJson(R"({"model_type": "qwen2", "hidden_size": 1099511627776000,
       "num_hidden_layers": 24, "num_attention_heads": 8, "num_key_value_heads": 2,

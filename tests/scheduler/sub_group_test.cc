@@ -1,4 +1,4 @@
-// Sub-group CP (issue 15, deliverable 4): distributed sequences sharded over
+// Sub-group CP (docs/scheduler.md): distributed sequences sharded over
 // an aligned sub-group of 2^k CP ranks. Plan format, VerifyPlan, FillDerived,
 // JSON, DACP, the pricer and `skrull`'s use of it.
 #include <gtest/gtest.h>

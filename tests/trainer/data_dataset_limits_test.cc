@@ -1,5 +1,5 @@
-// Dataset::Open on hostile input: lines nested far too deep (issue 17, defect
-// 1) and lines longer than max_line_bytes, /dev/zero included (defect 9a).
+// Dataset::Open on hostile input: lines nested far too deep and lines longer
+// than max_line_bytes, /dev/zero included, fail cleanly by name.
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>

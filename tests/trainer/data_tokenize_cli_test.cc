@@ -86,8 +86,8 @@ TEST_F(TokenizeCliTest, FirstBadLineStopsWithFileLineAndWhy) {
   EXPECT_EQ(err.rfind("<stdin>:1: JSON nested deeper than 64 levels", 0), 0u) << err;
 }
 
-// Issue 17, defect 9a: std::getline on a file without newlines grew until
-// std::bad_alloc; lines are now capped at the trainer's default.
+// Guards that a file without newlines stops at the line cap (the trainer's
+// default) instead of growing one line until std::bad_alloc.
 TEST_F(TokenizeCliTest, FileWithoutNewlinesStopsAtTheLineCap) {
   const std::string cmd = tool_ + " --tokenizer " + dir_.string() + " --input /dev/zero > " +
                           (dir_ / "out").string() + " 2> " + (dir_ / "err").string();

@@ -255,8 +255,8 @@ TEST(NodeFlags, MasterTakesHostPortHostAloneAndBracketedIpv6) {
   EXPECT_EQ(ParseMasterFlag(":1", &f).message(), "--master: empty host in ':1'; use HOST[:PORT]");
 }
 
-// Issue 17, defect 10e: `--nnodes 2 --node-rank 5` on a 1-node job was
-// silently ignored when the job runs in one process.
+// Guards against `--nnodes 2 --node-rank 5` on a 1-node job being silently
+// ignored when the job runs in one process.
 TEST(NodeFlags, ANodeCountOrRankTheJobDoesNotHaveIsRefusedNamingTheFlags) {
   api::JobSpec job;
   job.parallelism.nodes = 1;

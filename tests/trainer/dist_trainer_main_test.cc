@@ -174,8 +174,8 @@ TEST_F(TrainerMainTest, ProfilesTheJobsDevicesAndGroups) {
   EXPECT_EQ(j["measurements"]["collectives"]["group_size_kv"], 2);
 }
 
-// Issue 17, defect 10d, for a 2-rank job: the launcher could not open the
-// ranks' logs under a file and exited 1.
+// Guards a 2-rank job whose outputDir is a file: refused with exit 2 before
+// launching, not a launcher that cannot open the ranks' logs and exits 1.
 TEST_F(TrainerMainTest, AnOutputDirThatIsAFileExits2BeforeLaunching) {
   const std::string job = WriteJob("data.jsonl");
   std::ofstream(dir_ / "out") << "a file\n";
@@ -183,7 +183,7 @@ TEST_F(TrainerMainTest, AnOutputDirThatIsAFileExits2BeforeLaunching) {
   EXPECT_TRUE(fs::is_regular_file(dir_ / "out"));
 }
 
-// Issue 17, defect 3 with real ranks: `kill -9` of the launcher left its
+// Guards with real ranks that `kill -9` of the launcher does not leave its
 // ranks training (holding ports, writing checkpoints, output going nowhere).
 TEST_F(TrainerMainTest, RanksOfARealJobDieWithinSecondsWhenTheLauncherIsKilled) {
   std::string yaml = *ReadFileToString(WriteJob("data.jsonl"));

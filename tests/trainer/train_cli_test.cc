@@ -130,7 +130,7 @@ TEST(TrainerBinary, AnUnknownFlagExits2NamingIt) {
   EXPECT_TRUE(Contains(o.output, "--frobnicate")) << o.output;
 }
 
-// Issue 17, defect 10d: an outputDir naming a regular file exited 1.
+// Guards that an outputDir naming a regular file is a usage error (exit 2).
 TEST(TrainerBinary, OutputDirNamingAFileExits2NamingTheField) {
   TempDir dir;
   const std::string job = WriteJob(dir, JobFiles{});  // outputDir: out
@@ -147,7 +147,7 @@ TEST(TrainerBinary, OutputDirNamingAFileExits2NamingTheField) {
       << o.output;
 }
 
-// Issue 17, defect 10e: the node flags were ignored by a one-process job.
+// Guards that a one-process job refuses node flags it does not have.
 TEST(TrainerBinary, NodeFlagsTheJobDoesNotHaveExit2NamingThem) {
   TempDir dir;
   const std::string job = WriteJob(dir, JobFiles{});  // nodes: 1

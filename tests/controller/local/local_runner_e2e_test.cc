@@ -164,8 +164,9 @@ TEST(LocalRunnerEndToEnd, TheSecondRunTrainsWithTheTunedBucketSize) {
   EXPECT_GT(h["runs"][1]["tokens_per_second"].get<double>(), 0);
 }
 
-// Issue 17, defect 7a: `build/bin/skrull-controller run JOB.yaml`, as in the
-// README, said "cannot exec skrull-trainer" unless build/bin was on PATH.
+// Guards `build/bin/skrull-controller run JOB.yaml`, as in the README, finding
+// the trainer beside itself (it once said "cannot exec skrull-trainer"
+// unless build/bin was on PATH).
 TEST(LocalRunnerEndToEnd, TheControllerFindsTheTrainerBesideItselfWithoutPath) {
   TempDir dir;
   const std::string controller = BinDir() + "/skrull-controller";

@@ -157,9 +157,9 @@ TEST(LocalRunner, AFailureWithoutASummaryQuotesTheLaunchersLastLine) {
                            "): skrull-trainer: data/train.jsonl: no such file");
 }
 
-// Issue 17, defect 7b: a run whose --trainer named a directory, then a run of
-// /bin/false into the same directory. The second run's reason must not quote
-// the first run's "cannot exec".
+// A run whose --trainer named a directory, then a run of /bin/false into the
+// same directory. Guards that the second run's reason does not quote the
+// first run's "cannot exec".
 TEST(LocalRunner, ReportsOnlyThisRunsLauncherOutputAfterAnEarlierFailedRun) {
   TempDir dir;
   const api::JobSpec job = WriteJob(dir, 8192);
