@@ -88,6 +88,7 @@ def main():
     ap.add_argument("--min-pods", type=int, default=8)
     ap.add_argument("--max-pods", type=int, default=64)
     ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--workers", type=int, default=2, help="skrull-controller serve --workers")
     args = ap.parse_args()
     if e2e.kubectl("get", "--raw", "/readyz", timeout=20).returncode != 0:
         sys.exit("the cluster is not up: scripts/kube-cluster.sh up --nodes 200")
@@ -99,7 +100,8 @@ def main():
     log = open("/tmp/skrull-scale-controller.log", "w")
     ctl = subprocess.Popen([os.path.join(e2e.BIN, "skrull-controller"), "serve", "--kubeconfig",
                             e2e.KUBECONFIG, "--namespace", NS, "--metrics-port", "18080",
-                            "--metrics-address", "127.0.0.1", "--resync-seconds", "60"],
+                            "--metrics-address", "127.0.0.1", "--resync-seconds", "60",
+                            "--workers", str(args.workers)],
                            stdout=log, stderr=subprocess.STDOUT)
     time.sleep(2)
     before = api_metrics()
@@ -161,7 +163,7 @@ spec:
     n_pods = sum(sizes)
     w = writes(after) - writes(before)
     print(json.dumps({
-        "jobs": args.jobs, "pods": n_pods, "wall_s": round(wall, 1),
+        "jobs": args.jobs, "pods": n_pods, "workers": args.workers, "wall_s": round(wall, 1),
         "create_to_running_s": {"p50": pct(to_running, 50), "p99": pct(to_running, 99)},
         "create_to_scheduled_s": {"p50": pct(to_scheduled, 50), "p99": pct(to_scheduled, 99)},
         # status.startTime after kwok marked the job's last pod Running: the
