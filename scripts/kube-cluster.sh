@@ -18,11 +18,13 @@
 #      at v0.0.0 in Kubernetes' go.mod, by its published v0.N.x)
 #   kwok                       sigs.k8s.io/kwok/cmd/kwok           $KWOK_VERSION
 #   helm                       helm.sh/helm/v3/cmd/helm            $HELM_VERSION
+#     (both on Kubernetes' libraries at $KUBE_VERSION's patch: they reuse its build)
 #   kueue                      sigs.k8s.io/kueue/cmd/kueue         $KUEUE_VERSION
+#     (only with `build kueue`; nothing starts it yet)
 #
 # The cluster (state under $SKRULL_KUBE_RUN, default $SKRULL_KUBE_HOME/run):
-#   etcd on 127.0.0.1:$ETCD_PORT (client) and $((ETCD_PORT+1)) (peer), plain HTTP, loopback only;
-#   kube-apiserver on https://127.0.0.1:$APISERVER_PORT: client-certificate and
+#   etcd on 127.0.0.1, ports base+1 (client) and base+2 (peer), plain HTTP, loopback only;
+#   kube-apiserver on https://127.0.0.1:<base>: client-certificate and
 #     ServiceAccount-token authentication, the Node and RBAC authorizers, the default
 #     admission plugins, ServiceAccount token issuing (TokenRequest);
 #   kube-controller-manager: garbage collector, Deployments/ReplicaSets, ServiceAccounts

@@ -6,8 +6,10 @@
 // this job's uid (a re-created job of the same name never adopts the old
 // one's pods). Of each pod it keeps only what Decide reads (CompactPod, as
 // each page of the list arrives), so a pass holds a few hundred bytes per
-// pod, not the API server's whole object with its managedFields. Apply creates (AlreadyExists is fine: a previous pass did it),
-// replaces the ConfigMap, deletes pods (NotFound is fine), records Events,
+// pod, not the API server's whole object with its managedFields.
+//
+// Apply creates (AlreadyExists is fine: a previous pass did it), replaces
+// the ConfigMap, deletes pods (NotFound is fine), records Events,
 // and writes .status through the status subresource with a merge patch only
 // when it changed. Running it again on an unchanged world does nothing.
 //
