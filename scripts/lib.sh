@@ -14,7 +14,7 @@ SKRULL_APT_PACKAGES=(
   libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev
   googletest libgtest-dev libgmock-dev
   prometheus
-  python3 python3-yaml python3-jinja2
+  python3 python3-yaml python3-jinja2 python3-venv
 )
 
 log() { printf '\033[1m[skrull]\033[0m %s\n' "$*" >&2; }
