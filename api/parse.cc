@@ -54,6 +54,17 @@ void ParseData(MapReader& m, DataSpec* data) {
     item.ReadStringMap("fields", &source.fields);
     data->sources.push_back(std::move(source));
   });
+  MapReader eval = m.Child("eval");
+  if (m.Has("eval")) {
+    data->eval = EvalSpec{};
+    data->eval->format = data->format;  // not written: spec.data.format
+    eval.Read("path", &data->eval->path);
+    eval.ReadEnum("format", kDataFormatNames, &data->eval->format);
+    eval.ReadStringMap("fields", &data->eval->fields);
+    eval.Read("everySteps", &data->eval->every_steps);
+    eval.Read("maxSequences", &data->eval->max_sequences);
+  }
+  eval.Finish();
 }
 
 void ParseParallelism(MapReader& m, ParallelismSpec* p) {
