@@ -45,13 +45,13 @@ void ParseData(MapReader& m, DataSpec* data) {
   m.Read("chatTemplate", &data->chat_template);
   m.Read("maxLineBytes", &data->max_line_bytes);
   m.ReadStringMap("fields", &data->fields);
-  m.ReadMapList("sources", [data](MapReader& item, size_t) {
+  m.ReadMapList("sources", [data](MapReader& sources_item, size_t) {
     DataSourceSpec source;
     source.format = data->format;  // a source without `format` takes spec.data.format
-    item.Read("path", &source.path);
-    item.ReadEnum("format", kDataFormatNames, &source.format);
-    item.Read("weight", &source.weight);
-    item.ReadStringMap("fields", &source.fields);
+    sources_item.Read("path", &source.path);
+    sources_item.ReadEnum("format", kDataFormatNames, &source.format);
+    sources_item.Read("weight", &source.weight);
+    sources_item.ReadStringMap("fields", &source.fields);
     data->sources.push_back(std::move(source));
   });
   MapReader eval = m.Child("eval");

@@ -58,7 +58,7 @@ skrull_build() {
 make_sft_data() {
   local dir="$1"
   mkdir -p "$dir"
-  local gen=(--format text-jsonl --short-min 24 --short-max 160 --long-min 300 --long-max 600)
+  local gen=(--format text-jsonl --short-min 48 --short-max 160 --long-min 300 --long-max 600)
   [ -s "$dir/sft-chat.jsonl" ] || "$SKRULL_BUILD/bin/skrull-make-data" --out "$dir/sft-chat.jsonl" --n 300 --seed 1 "${gen[@]}"
   [ -s "$dir/sft-eval.jsonl" ] || "$SKRULL_BUILD/bin/skrull-make-data" --out "$dir/sft-eval.jsonl" --n 64 --seed 2 "${gen[@]}"
   if [ ! -s "$dir/sft-alpaca.jsonl" ]; then
