@@ -42,6 +42,11 @@ const char* CleanPodPolicyName(CleanPodPolicy p) { return NameOf(kCleanPodPolicy
 
 const char* DefaultImageTag() { return SKRULL_VERSION; }
 
+bool operator==(const EvalSpec& a, const EvalSpec& b) {
+  return std::tie(a.path, a.format, a.fields, a.every_steps, a.max_sequences) ==
+         std::tie(b.path, b.format, b.fields, b.every_steps, b.max_sequences);
+}
+
 bool operator==(const DataSourceSpec& a, const DataSourceSpec& b) {
   return std::tie(a.path, a.format, a.weight, a.fields) ==
          std::tie(b.path, b.format, b.weight, b.fields);
@@ -54,7 +59,7 @@ auto Fields(const ModelSpec& m) { return std::tie(m.config, m.weights, m.seed); 
 auto Fields(const DataSpec& d) {
   return std::tie(d.path, d.format, d.max_length_tokens, d.over_length, d.malformed, d.tokenizer,
                   d.chat_template, d.max_line_bytes, d.template_max_bytes, d.template_max_steps,
-                  d.template_max_seconds, d.fields, d.sources);
+                  d.template_max_seconds, d.fields, d.sources, d.eval);
 }
 auto Fields(const ParallelismSpec& p) {
   return std::tie(p.nodes, p.procs_per_node, p.data_parallel, p.context_parallel);
@@ -110,6 +115,7 @@ void ResolvePaths(const std::string& base_dir, JobSpec* spec) {
   spec->model.weights = Resolve(base_dir, spec->model.weights);
   spec->data.path = Resolve(base_dir, spec->data.path);
   for (DataSourceSpec& source : spec->data.sources) source.path = Resolve(base_dir, source.path);
+  if (spec->data.eval) spec->data.eval->path = Resolve(base_dir, spec->data.eval->path);
   spec->data.tokenizer = Resolve(base_dir, spec->data.tokenizer);
   spec->scheduler.hardware_profile = Resolve(base_dir, spec->scheduler.hardware_profile);
   spec->training.output_dir = Resolve(base_dir, spec->training.output_dir);
@@ -145,8 +151,8 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          Same(a.parallelism, b.parallelism) && Same(a.scheduler, b.scheduler) &&
          Same(a.training, b.training) && Same(a.checkpoint, b.checkpoint) &&
          Same(a.metrics, b.metrics) && Same(a.resources, b.resources) && Same(a.image, b.image) &&
-         Same(a.tuning, b.tuning) && Same(a.run_policy, b.run_policy) && Same(a.storage, b.storage) &&
-         Same(a.pod, b.pod);
+         Same(a.tuning, b.tuning) && Same(a.run_policy, b.run_policy) &&
+         Same(a.storage, b.storage) && Same(a.pod, b.pod);
 }
 
 bool PodTemplateSpec::Empty() const { return Fields(*this) == Fields(PodTemplateSpec{}); }

@@ -135,6 +135,21 @@ struct DataSourceSpec {
 };
 bool operator==(const DataSourceSpec& a, const DataSourceSpec& b);
 
+// spec.data.eval: a held-out set whose loss the trainer reports
+// (docs/job-spec.md, spec.data.eval).
+struct EvalSpec {
+  std::string path;  // file, directory or glob, as DataSourceSpec::path
+  DataFormat format = DataFormat::kTokenizedJsonl;  // not written: spec.data.format
+  std::map<std::string, std::string> fields;        // as DataSpec::fields
+  // YAML: everySteps. Evaluate after every this many steps and after the
+  // last; 0 = after the last step only.
+  int64_t every_steps = 0;
+  // YAML: maxSequences. The first this many samples of the set, in file
+  // order; 0 = all of them.
+  int64_t max_sequences = 0;
+};
+bool operator==(const EvalSpec& a, const EvalSpec& b);
+
 struct DataSpec {
   std::string path;  // a .jsonl file; empty when `sources` lists the data
   DataFormat format = DataFormat::kTokenizedJsonl;
@@ -169,6 +184,8 @@ struct DataSpec {
   // YAML: sources. Several data sets mixed by weight, instead of `path`
   // (exactly one of the two). Empty = the single `path`.
   std::vector<DataSourceSpec> sources;
+  // YAML: eval. Absent = no validation loss.
+  std::optional<EvalSpec> eval;
 };
 
 struct ParallelismSpec {

@@ -48,15 +48,26 @@ void ParseData(MapReader& m, DataSpec* data) {
   m.Read("templateMaxSteps", &data->template_max_steps);
   m.Read("templateMaxSeconds", &data->template_max_seconds);
   m.ReadStringMap("fields", &data->fields);
-  m.ReadMapList("sources", [data](MapReader& item, size_t) {
+  m.ReadMapList("sources", [data](MapReader& sources_item, size_t) {
     DataSourceSpec source;
     source.format = data->format;  // a source without `format` takes spec.data.format
-    item.Read("path", &source.path);
-    item.ReadEnum("format", kDataFormatNames, &source.format);
-    item.Read("weight", &source.weight);
-    item.ReadStringMap("fields", &source.fields);
+    sources_item.Read("path", &source.path);
+    sources_item.ReadEnum("format", kDataFormatNames, &source.format);
+    sources_item.Read("weight", &source.weight);
+    sources_item.ReadStringMap("fields", &source.fields);
     data->sources.push_back(std::move(source));
   });
+  MapReader eval = m.Child("eval");
+  if (m.Has("eval")) {
+    data->eval = EvalSpec{};
+    data->eval->format = data->format;  // not written: spec.data.format
+    eval.Read("path", &data->eval->path);
+    eval.ReadEnum("format", kDataFormatNames, &data->eval->format);
+    eval.ReadStringMap("fields", &data->eval->fields);
+    eval.Read("everySteps", &data->eval->every_steps);
+    eval.Read("maxSequences", &data->eval->max_sequences);
+  }
+  eval.Finish();
 }
 
 void ParseParallelism(MapReader& m, ParallelismSpec* p) {

@@ -187,6 +187,15 @@ std::string ToYaml(const JobSpec& s) {
     }
     w.EndList();
   }
+  if (d.eval.has_value()) {
+    w.Begin("eval")
+        .Str("path", d.eval->path)
+        .Raw("format", DataFormatName(d.eval->format))
+        .Int("everySteps", d.eval->every_steps)
+        .Int("maxSequences", d.eval->max_sequences);
+    if (!d.eval->fields.empty()) w.Map("fields", d.eval->fields);
+    w.End();
+  }
   w.End();
 
   const ParallelismSpec& p = s.parallelism;

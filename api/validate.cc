@@ -188,6 +188,13 @@ void CheckData(const JobSpec& s, Checker& c) {
                                      "'); list that file as one of the sources");
   }
   CheckSources(d.sources, c);
+  if (d.eval.has_value()) {
+    c.Required("spec.data.eval.path", d.eval->path,
+               "a held-out .jsonl or .jsonl.gz file, a directory of them, or a glob");
+    c.InRange("spec.data.eval.everySteps", d.eval->every_steps, 0, kMaxSteps);
+    c.InRange("spec.data.eval.maxSequences", d.eval->max_sequences, 0, kMaxSteps);
+    CheckFields("spec.data.eval", d.eval->format, d.eval->fields, c);
+  }
   c.InRange("spec.data.maxLength", d.max_length_tokens, 0, kMaxSequenceTokens);
   c.InRange("spec.data.maxLineBytes", d.max_line_bytes, kMinMaxLineBytes, kMaxMaxLineBytes);
   c.InRange("spec.data.templateMaxBytes", d.template_max_bytes, int64_t{1} << 20,
@@ -198,6 +205,7 @@ void CheckData(const JobSpec& s, Checker& c) {
   CheckFields("spec.data", d.format, d.fields, c);
   bool text = d.sources.empty() && IsTextFormat(d.format);
   for (const DataSourceSpec& source : d.sources) text |= IsTextFormat(source.format);
+  if (d.eval.has_value()) text |= IsTextFormat(d.eval->format);
   if (text && d.tokenizer.empty() && !s.model.weights.empty()) {
     c.Error("spec.data.tokenizer",
             std::string("required: ") + DataFormatName(d.format) +

@@ -11,7 +11,7 @@ SKRULL_APT_PACKAGES=(
   clang-format
   libtorch-dev libgloo-dev libopenblas0-openmp
   libcpprest-dev libyaml-cpp-dev prometheus-cpp-dev nlohmann-json3-dev
-  libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev
+  libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev zlib1g-dev
   googletest libgtest-dev libgmock-dev
   prometheus
   python3 python3-yaml python3-jinja2 python3-venv
@@ -50,4 +50,26 @@ skrull_build() {
   cmake -S "$SKRULL_ROOT" -B "$SKRULL_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
   log "building with $jobs jobs (progress below)"
   cmake --build "$SKRULL_BUILD" -j "$jobs"
+}
+
+# The data of examples/quickstart-sft.yaml in folder $1 (made once): chat
+# records, the same kind of records as Alpaca ones (instruction = the user
+# turn, response = the assistant turn), and a held-out chat set.
+make_sft_data() {
+  local dir="$1"
+  mkdir -p "$dir"
+  local gen=(--format text-jsonl --short-min 48 --short-max 160 --long-min 300 --long-max 600)
+  [ -s "$dir/sft-chat.jsonl" ] || "$SKRULL_BUILD/bin/skrull-make-data" --out "$dir/sft-chat.jsonl" --n 300 --seed 1 "${gen[@]}"
+  [ -s "$dir/sft-eval.jsonl" ] || "$SKRULL_BUILD/bin/skrull-make-data" --out "$dir/sft-eval.jsonl" --n 64 --seed 2 "${gen[@]}"
+  if [ ! -s "$dir/sft-alpaca.jsonl" ]; then
+    "$SKRULL_BUILD/bin/skrull-make-data" --out "$dir/sft-alpaca.chat.jsonl" --n 200 --seed 3 "${gen[@]}"
+    python3 -c '
+import json, sys
+with open(sys.argv[1]) as src, open(sys.argv[2], "w") as out:
+    for line in src:
+        turns = {m["role"]: m["content"] for m in json.loads(line)["messages"]}
+        out.write(json.dumps({"instruction": turns["user"], "input": "", "response": turns["assistant"]}) + "\n")
+' "$dir/sft-alpaca.chat.jsonl" "$dir/sft-alpaca.jsonl"
+    rm -f "$dir/sft-alpaca.chat.jsonl"
+  fi
 }

@@ -30,6 +30,10 @@ if [ "$JOB" = "examples/quickstart-tokenizer.yaml" ]; then
   fi
 fi
 
+if [ "$JOB" = "examples/quickstart-sft.yaml" ]; then
+  make_sft_data examples/data
+fi
+
 "$SKRULL_BUILD/bin/skrull-job" validate "$JOB"
 log "training: $SKRULL_BUILD/bin/skrull-trainer --job $JOB"
 exec "$SKRULL_BUILD/bin/skrull-trainer" --job "$JOB"

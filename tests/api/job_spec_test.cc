@@ -51,7 +51,8 @@ JobSpec EverythingSet() {
             kDefaultTemplateMaxSteps,
             kDefaultTemplateMaxSeconds,
             {{"text", "body"}},
-            {}};
+            {},
+            EvalSpec{"/data/val.jsonl", DataFormat::kAlpaca, {{"output", "response"}}, 50, 100}};
   s.parallelism = {2, 4, 2, 4};
   s.scheduler = {scheduler::Policy::kBalancedCp, false, 26624, 40, 1, 12345, "/profiles/h100.json"};
   TrainingSpec& t = s.training;

@@ -172,3 +172,41 @@ TEST(Sources, BadSourcesAreAllReportedNamingFieldValueAndFix) {
 
 }  // namespace
 }  // namespace skrull::api
+
+namespace skrull::api {
+namespace {
+
+TEST(Eval, ReadsResolvesRoundTripsAndChecksItsFields) {
+  const StatusOr<JobSpec> s =
+      LoadJobSpec(JobYaml()
+                      .Set("spec.data.eval", "{path: val.jsonl, everySteps: 50, maxSequences: 200}")
+                      .Text(),
+                  "<test>", "/jobs");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(s->data.eval.has_value());
+  EXPECT_EQ(s->data.eval->path, "/jobs/val.jsonl");
+  EXPECT_EQ(s->data.eval->format, DataFormat::kTokenizedJsonl);
+  EXPECT_EQ(s->data.eval->every_steps, 50);
+  EXPECT_EQ(s->data.eval->max_sequences, 200);
+  EXPECT_EQ(MustLoad(ToYaml(*s)), *s);
+  EXPECT_FALSE(MustLoad(kMinimalJob).data.eval.has_value());
+  EXPECT_EQ(ToYaml(MustLoad(kMinimalJob)).find("eval"), std::string::npos);
+
+  EXPECT_EQ(
+      LoadErrors(JobYaml()
+                     .Set("spec.data.eval",
+                          "{everySteps: -1, maxSequences: -5, evrySteps: 1, format: sharegpt, "
+                          "fields: {text: b}}")
+                     .Text()),
+      (std::vector<std::string>{
+          "spec.data.eval.path: required: a held-out .jsonl or .jsonl.gz file, a directory "
+          "of them, or a glob",
+          "spec.data.eval.everySteps: must be in 0..2147483647 (got -1)",
+          "spec.data.eval.maxSequences: must be in 0..2147483647 (got -5)",
+          "spec.data.eval.evrySteps: unknown field; did you mean 'everySteps'?",
+          "spec.data.eval.fields.text: is not a field of format sharegpt; map one of "
+          "conversations, from, value, system, human, gpt"}));
+}
+
+}  // namespace
+}  // namespace skrull::api

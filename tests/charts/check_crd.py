@@ -78,6 +78,7 @@ DOC_TYPES = {
     "list of Volume": "array",
     "list of VolumeMount": "array",
     "list of `{name}`": "array",
+    "list of mappings": "array",
 }
 
 
@@ -93,6 +94,8 @@ def api_fields():
         if fn not in sections:
             continue
         for var, name in re.findall(r'(\w+)\.(?:Read\w*|Child|Has)\("(\w+)"', body):
+            # A list item's reader is named <list>_item: its fields are <list>[].<name>.
+            var = var[: -len("_item")] + "[]" if var.endswith("_item") else var
             base = f"spec.{sections[fn]}" + ("" if var == "m" else f".{var}")
             fields.add(f"{base}.{name}")
     return fields

@@ -74,6 +74,7 @@ struct RunSpec {
   bool resume_latest = false;  // spec.training.resumeFrom: latest
   int64_t stop_after = 0;      // TrainerOptions::stop_after_steps (0: all steps)
   std::string tag{};           // distinguishes runs of the same layout
+  std::string data_yaml{};     // more lines under spec.data, indented 4 (e.g. eval)
   std::string Name() const {
     return policy + "-dp" + std::to_string(dp) + "-cp" + std::to_string(cp) +
            (zero_stage > 0 ? "-zero" + std::to_string(zero_stage) : "") + tag;
@@ -87,7 +88,7 @@ inline std::string WriteJob(const fs::path& root, const RunSpec& r) {
   y << "apiVersion: skrull.io/v1alpha1\nkind: SkrullJob\nmetadata:\n  name: " << r.Name() << "\n"
     << "spec:\n  model:\n    config: " << (root / "config.json").string() << "\n    seed: 3\n"
     << "  data:\n    path: " << (root / "data.jsonl").string() << "\n    format: tokenized-jsonl\n"
-    << "  parallelism:\n    nodes: 1\n    procsPerNode: " << r.dp * r.cp
+    << r.data_yaml << "  parallelism:\n    nodes: 1\n    procsPerNode: " << r.dp * r.cp
     << "\n    dataParallel: " << r.dp << "\n    contextParallel: " << r.cp << "\n"
     << "  scheduler:\n    policy: " << r.policy << "\n    bucketSize: " << r.bucket
     << "\n    batchSize: " << kGlobalBatch / r.dp << "\n    seed: 1\n"

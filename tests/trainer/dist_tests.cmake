@@ -47,6 +47,14 @@ skrull_test(dist_equivalence_test
   LABELS slow
   TIMEOUT 600)
 
+# Validation loss (spec.data.eval) on the same layouts and policies against
+# one process.
+skrull_test(dist_eval_test
+  SOURCES dist_eval_test.cc
+  DEPS skrull_dist skrull_dist_testing skrull_safetensors skrull_api
+  LABELS slow
+  TIMEOUT 600)
+
 # ZeRO stages 1 and 2 against stage 0 on DP x CP layouts, sharded
 # checkpoints, resume and re-sharding (short runs in forked processes).
 skrull_test(dist_zero_test

@@ -133,6 +133,7 @@ TEST(Dashboard, HasThePanelsUsersNeed) {
        R"(60 \* sum by \(job, level\) \(rate\(skrull_scheduler_rollbacks_total)"},
       {"sequences by placement", R"(sum by \(job, placement\) \(rate\(skrull_sequences_total)"},
       {"loss", R"(skrull_train_loss)"},
+      {"validation loss", R"(max by \(job\) \(skrull_eval_loss)"},
       {"step p50",
        R"(histogram_quantile\(0\.5, sum by \(job, le\) \(rate\(skrull_step_duration_seconds_bucket)"},
       {"step p99",

@@ -74,6 +74,7 @@ TEST(TrainerMetrics, RegistersEveryContractFamilyWithItsTypeBeforeAnyStep) {
       {kTrainLoss, "gauge"},
       {kTokensPerSecond, "gauge"},
       {kMfuRatio, "gauge"},
+      {kEvalLoss, "gauge"},
       {kHfuRatio, "gauge"},
       {kPeakFlopsPerSecond, "gauge"},
       {kMemoryPeakBytes, "gauge"},

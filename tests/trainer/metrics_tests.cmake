@@ -17,6 +17,11 @@ skrull_library(skrull_metrics_testing
   SOURCES ${_metrics_tests_dir}/metrics_testing.cc ${_metrics_tests_dir}/metrics_dashboard_util.cc
   DEPS skrull_metrics skrull_prometheus_harness)
 
+# TensorBoard event files, read back by TensorBoard's own reader from the
+# environment scripts/get-tensorboard.sh makes (skipped without it).
+skrull_test(metrics_tensorboard_test
+  SOURCES ${_metrics_tests_dir}/metrics_tensorboard_test.cc
+  DEPS skrull_metrics)
 skrull_test(metrics_unit_test
   SOURCES
     ${_metrics_tests_dir}/metrics_exporter_test.cc

@@ -19,7 +19,7 @@ skrull_test(train_zero_test
 # What SFT users expect from other trainers (docs/job-spec.md): epochs,
 # weighted sources, record formats, validation loss, TensorBoard.
 skrull_test(train_sft_test
-  SOURCES train_epochs_test.cc train_sources_test.cc
+  SOURCES train_epochs_test.cc train_sources_test.cc train_eval_test.cc
   DEPS skrull_train
   TIMEOUT 600)
 skrull_test(train_trainer_test
@@ -50,3 +50,9 @@ skrull_test(train_gpu_throughput_test
   DEPS skrull_train
   LABELS gpu
   TIMEOUT 600)
+
+# examples/quickstart-sft.yaml end to end: weighted sources, an eval set, its
+# eval loss in summary.json and in TensorBoard's reader.
+add_test(NAME sft_quickstart_test COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/sft_quickstart_check.sh)
+set_tests_properties(sft_quickstart_test PROPERTIES LABELS "integration" TIMEOUT 600
+  ENVIRONMENT "SKRULL_SOURCE_DIR=${PROJECT_SOURCE_DIR};SKRULL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")

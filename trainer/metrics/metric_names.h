@@ -36,6 +36,7 @@ inline constexpr char kSourceTokensTotal[] = "skrull_source_tokens_total";
 // Gauges.
 inline constexpr char kTrainStep[] = "skrull_train_step";
 inline constexpr char kTrainLoss[] = "skrull_train_loss";
+inline constexpr char kEvalLoss[] = "skrull_eval_loss";  // spec.data.eval
 inline constexpr char kTokensPerSecond[] = "skrull_tokens_per_second";
 inline constexpr char kMfuRatio[] = "skrull_mfu_ratio";
 inline constexpr char kHfuRatio[] = "skrull_hfu_ratio";

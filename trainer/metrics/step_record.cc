@@ -93,6 +93,9 @@ std::string FormatStepLine(const StepLine& line) {
   j["local_sequences"] = r.local_sequences;
   j["distributed_sequences"] = r.distributed_sequences;
   j["micro_batches"] = r.micro_batches;
+  if (std::isfinite(r.learning_rate)) j["learning_rate"] = r.learning_rate;
+  if (std::isfinite(r.grad_norm)) j["grad_norm"] = r.grad_norm;
+  if (std::isfinite(r.eval_loss)) j["eval_loss"] = r.eval_loss;
   if (!r.source_samples.empty()) {
     j["source_samples"] = r.source_samples;
     j["source_tokens"] = r.source_tokens;

@@ -71,6 +71,12 @@ struct StepRecord {
   // drew from each source (index = source); empty otherwise.
   std::vector<uint64_t> source_samples;
   std::vector<uint64_t> source_tokens;
+  // The step's learning rate and gradient norm before clipping; NaN = not
+  // reported (written to metrics.jsonl only when finite).
+  double learning_rate = std::numeric_limits<double>::quiet_NaN();
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();
+  // Validation loss measured after this step (spec.data.eval); NaN = none.
+  double eval_loss = std::numeric_limits<double>::quiet_NaN();
   double peak_flops_per_second =
       0;  // the hardware profile's dense peak (e.g. 989e12 for H100 BF16)
 };

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -23,6 +24,7 @@
 #include "trainer/metrics/metrics_http_server.h"
 #include "trainer/metrics/pushgateway.h"
 #include "trainer/metrics/snapshot_collectable.h"
+#include "trainer/metrics/tensorboard_events.h"
 
 #ifndef SKRULL_VERSION
 #define SKRULL_VERSION "unknown"
@@ -113,7 +115,8 @@ struct TrainerMetrics::Impl {
   std::unique_ptr<MetricsHttpServer> server;  // null when not serving
 
   std::mutex jsonl_mu;
-  std::FILE* jsonl = nullptr;  // guarded by jsonl_mu
+  std::FILE* jsonl = nullptr;               // guarded by jsonl_mu
+  std::unique_ptr<EventFileWriter> events;  // guarded by jsonl_mu; null without
 
   // Series, owned by `registry`.
   Counter* steps = nullptr;
@@ -135,6 +138,7 @@ struct TrainerMetrics::Impl {
   prometheus::Family<Counter>* source_tokens = nullptr;
   Gauge* step = nullptr;
   Gauge* loss = nullptr;
+  Gauge* eval_loss = nullptr;
   Gauge* tokens_per_second = nullptr;
   Gauge* mfu = nullptr;
   Gauge* hfu = nullptr;
@@ -222,6 +226,10 @@ struct TrainerMetrics::Impl {
     step = gauge(kTrainStep, "Global step number of the rank's last recorded step.");
     loss = gauge(kTrainLoss, "Training loss of the last step (NaN when unknown).");
     loss->Set(std::numeric_limits<double>::quiet_NaN());  // no step yet: a gap, not a 0
+    eval_loss = gauge(kEvalLoss,
+                      "Validation loss (spec.data.eval) of the last evaluation: mean CE per label "
+                      "token of the held-out set (NaN before the first).");
+    eval_loss->Set(std::numeric_limits<double>::quiet_NaN());
     tokens_per_second =
         gauge(kTokensPerSecond, "Real tokens per second of the last step on the rank.");
     mfu = gauge(kMfuRatio,
@@ -297,6 +305,11 @@ StatusOr<std::unique_ptr<TrainerMetrics>> TrainerMetrics::Create(MetricsOptions 
     }
   }
 
+  if (!o.tensorboard_dir.empty()) {
+    SKRULL_ASSIGN_OR_RETURN(
+        impl->events, EventFileWriter::Create(o.tensorboard_dir, impl->options.now_unix_seconds()));
+  }
+
   if (o.port != 0) {
     std::shared_ptr<SnapshotCollectable> collectable = impl->collectable;
     SKRULL_ASSIGN_OR_RETURN(
@@ -337,6 +350,7 @@ Status TrainerMetrics::RecordStep(const StepRecord& r) {
     }
     m.step->Set(static_cast<double>(r.step));
     m.loss->Set(r.loss);
+    if (std::isfinite(r.eval_loss)) m.eval_loss->Set(r.eval_loss);
     m.tokens_per_second->Set(rates.tokens_per_second);
     m.mfu->Set(rates.mfu);
     m.hfu->Set(rates.hfu);
@@ -353,6 +367,17 @@ Status TrainerMetrics::RecordStep(const StepRecord& r) {
   }
 
   std::lock_guard<std::mutex> lock(m.jsonl_mu);
+  if (m.events != nullptr) {
+    SKRULL_RETURN_IF_ERROR(
+        m.events->WriteScalars(now, r.step,
+                               {{"train/loss", r.loss},
+                                {"train/learning_rate", r.learning_rate},
+                                {"train/grad_norm", r.grad_norm},
+                                {"eval/loss", r.eval_loss},
+                                {"perf/tokens_per_second", rates.tokens_per_second},
+                                {"perf/mfu", rates.mfu},
+                                {"memory/peak_bytes", static_cast<double>(r.memory_peak_bytes)}}));
+  }
   if (m.jsonl == nullptr) return OkStatus();
   StepLine line;
   line.job = m.options.job;

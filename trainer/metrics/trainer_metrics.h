@@ -73,6 +73,12 @@ struct MetricsOptions {
   // it); missing parent directories are created.
   std::string jsonl_path;
 
+  // Folder for TensorBoard event files (tensorboard_events.h); "": none.
+  // Every RecordStep adds train/loss, train/learning_rate, train/grad_norm,
+  // eval/loss (when measured), perf/tokens_per_second, perf/mfu and
+  // memory/peak_bytes at its step.
+  std::string tensorboard_dir;
+
   // Wall clock in Unix seconds, for skrull_last_step_timestamp_seconds and
   // metrics.jsonl. Empty: the system clock. Tests inject a fixed one.
   std::function<double()> now_unix_seconds;

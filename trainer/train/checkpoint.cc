@@ -73,6 +73,11 @@ std::string TrainerStateToJson(const TrainerState& s) {
   j["sampler_seed"] = s.sampler_seed;
   j["data_position"] = s.data_position;
   if (!s.source_cursors.empty()) j["source_cursors"] = s.source_cursors;
+  if (s.best_eval_step >= 0) {
+    j["eval"] = {{"last_loss", Number(s.last_eval_loss)},
+                 {"best_loss", Number(s.best_eval_loss)},
+                 {"best_step", s.best_eval_step}};
+  }
   j["rng_state_hex"] = s.rng_state_hex;
   json losses = json::array();
   for (double l : s.loss_history) losses.push_back(Number(l));
@@ -118,6 +123,13 @@ StatusOr<TrainerState> ParseTrainerStateJson(const std::string& text, const std:
       return f.Error("source_cursors[" + std::to_string(i) + "]", "must be an integer >= 0", &c);
     }
     s.source_cursors.push_back(c.get<int64_t>());
+  }
+  SKRULL_ASSIGN_OR_RETURN(const json* eval, f.OptionalObject("eval"));
+  if (eval != nullptr) {
+    const JsonFields ef = f.Nested("eval", *eval);
+    SKRULL_ASSIGN_OR_RETURN(s.best_eval_step, ef.RequiredInt("best_step", 0));
+    SKRULL_ASSIGN_OR_RETURN(s.best_eval_loss, ef.RequiredDouble("best_loss"));
+    SKRULL_ASSIGN_OR_RETURN(s.last_eval_loss, ef.RequiredDouble("last_loss"));
   }
   SKRULL_ASSIGN_OR_RETURN(s.rng_state_hex, f.RequiredString("rng_state_hex"));
   SKRULL_ASSIGN_OR_RETURN(const json* history, f.RequiredArray("loss_history"));

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,11 @@ struct TrainerState {
   // state, trainer/data/mixture_sampler.h); empty in checkpoints written
   // before sources existed (the sampler then replays to `step`).
   std::vector<int64_t> source_cursors;
+  // spec.data.eval: the last and the lowest validation loss so far and the
+  // steps done at the lowest (-1: none yet); optional in the file.
+  double last_eval_loss = std::numeric_limits<double>::quiet_NaN();
+  double best_eval_loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t best_eval_step = -1;
   std::string rng_state_hex;  // torch's default CPU generator state
   // Per-step losses of the last kLossHistoryTail steps; loss_history[i] is
   // the loss of step loss_history_first_step + i.

@@ -45,13 +45,20 @@ std::string SummaryToJson(const TrainSummary& s) {
   j["resumed_from"] = s.resumed_from;
   j["last_checkpoint"] = s.last_checkpoint;
   j["stopped_early"] = s.stopped_early;
-  json losses = json::array(), lrs = json::array();
+  json losses = json::array(), lrs = json::array(), evals = json::array();
   for (const StepStats& h : s.history) {
     losses.push_back(Number(h.loss));
     lrs.push_back(Number(h.lr));
+    if (std::isfinite(h.eval_loss)) evals.push_back({{"step", h.step + 1}, {"loss", h.eval_loss}});
   }
   j["losses"] = losses;
   j["learning_rates"] = lrs;
+  if (s.best_eval_step >= 0) {  // spec.data.eval
+    j["eval_loss"] = Number(s.eval_loss);
+    j["best_eval_loss"] = Number(s.best_eval_loss);
+    j["best_eval_step"] = s.best_eval_step;
+    j["eval_losses"] = evals;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -94,6 +101,9 @@ std::string ProgressLine(const StepStats& stats, int64_t total, double seconds, 
        << " grad_norm " << std::fixed << std::setprecision(3) << stats.grad_norm << " tokens/s "
        << FormatCount(seconds > 0 ? tokens / seconds : 0) << " step " << std::setprecision(2)
        << stats.seconds << "s eta " << FormatDuration(mean * static_cast<double>(total - done));
+  if (std::isfinite(stats.eval_loss)) {
+    line << " eval_loss " << std::setprecision(4) << stats.eval_loss;
+  }
   return line.str();
 }
 

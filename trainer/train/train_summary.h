@@ -4,6 +4,7 @@
 #define SKRULL_TRAINER_TRAIN_TRAIN_SUMMARY_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct StepStats {
   int64_t label_tokens = 0;
   int64_t micro_batches = 0;  // per DP rank (the plan's count)
   double seconds = 0;         // wall time of the step on this rank
+  // Validation loss after this step (spec.data.eval; eval_loss.h); NaN when
+  // the step was not followed by an evaluation.
+  double eval_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct RollbackTotals {
@@ -58,6 +62,12 @@ struct TrainSummary {
   // (Optimizer / ZeroOptimizer::StaticMemoryBytes).
   uint64_t static_memory_bytes = 0;
   RollbackTotals rollbacks;
+  // spec.data.eval: the last validation loss, and the lowest one with the
+  // number of steps done when it was measured (over the whole run, resumes
+  // included); NaN / -1 without evaluations.
+  double eval_loss = std::numeric_limits<double>::quiet_NaN();
+  double best_eval_loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t best_eval_step = -1;
   // Where this rank's step time went, summed over this invocation's steps
   // (metrics.jsonl has each step's split; docs/metrics.md how it is measured).
   metrics::PhaseSeconds phase_seconds;

@@ -27,6 +27,7 @@
 #include "trainer/model/torch_compat.h"
 #include "trainer/train/checkpoint.h"
 #include "trainer/train/epochs.h"
+#include "trainer/train/eval_loss.h"
 #include "trainer/train/hardware_profile_file.h"
 #include "trainer/train/lr_schedule.h"
 #include "trainer/train/model_options.h"
@@ -70,6 +71,9 @@ class Run {
   Status SetupDevice();
   Status SetupModel();
   Status SetupData();
+  Status SetupEval(const data::DatasetOptions& base, int64_t global_batch);
+  // spec.data.eval after `done` steps, when due: the loss, else NaN.
+  StatusOr<double> MaybeEvaluate(int64_t done);
   Status SetupScheduler();
   Status SetupMetrics();
   Status Resume();
@@ -131,7 +135,8 @@ class Run {
   LrScheduleOptions lr_;
   std::unique_ptr<data::DataMixture> dataset_;  // spec.data.path or spec.data.sources
   std::unique_ptr<data::MixtureSampler> sampler_;
-  int64_t total_steps_ = 0;  // spec.training.steps, or derived from epochs (epochs.h)
+  int64_t total_steps_ = 0;        // spec.training.steps, or derived from epochs (epochs.h)
+  std::unique_ptr<EvalSet> eval_;  // spec.data.eval; null without
   std::unique_ptr<scheduler::CostModel> cost_;
   scheduler::Policy policy_ = scheduler::Policy::kSkrull;
   int64_t bucket_size_tokens_ = 0;
@@ -261,7 +266,62 @@ Status Run::SetupData() {
   SKRULL_ASSIGN_OR_RETURN(total_steps_, TotalSteps(job_.training, dataset_->size(), gbs));
   lr_.total_steps = total_steps_;
   Notice("length: " + DescribeLength(job_.training, dataset_->size(), gbs, total_steps_));
+  if (job_.data.eval.has_value()) SKRULL_RETURN_IF_ERROR(SetupEval(o, gbs));
   return OkStatus();
+}
+
+Status Run::SetupEval(const data::DatasetOptions& base, int64_t global_batch) {
+  const api::EvalSpec& e = *job_.data.eval;
+  data::MixtureSource source{"spec.data.eval.path", 1.0, base};
+  source.options.path = e.path;
+  source.options.format = e.format;
+  source.options.fields = e.fields;
+  SKRULL_ASSIGN_OR_RETURN(
+      std::unique_ptr<data::DataMixture> set,
+      data::DataMixture::Open({source}, (fs::path(output_dir_) / "data-cache").string()));
+  eval_ = std::make_unique<EvalSet>(std::move(set), e.max_sequences, global_batch);
+  for (int64_t i = 0; i < eval_->sequences(); ++i) {
+    const int64_t length = eval_->data().Length(i);
+    if (scheduler::ShardTokens(length, layout_.cp()) > bucket_size_tokens_) {
+      return FailedPreconditionError(
+          eval_->data().Location(i) + ": spec.data.eval: sample of " + std::to_string(length) +
+          " tokens does not fit spec.scheduler.bucketSize (" + std::to_string(bucket_size_tokens_) +
+          ") x spec.parallelism.contextParallel (" + std::to_string(layout_.cp()) +
+          "); set spec.data.onOverLength: truncate or skip, or raise bucketSize");
+    }
+  }
+  Notice("eval " + e.path + ": " + std::to_string(eval_->sequences()) + " sequences, " +
+         std::to_string(eval_->label_tokens()) + " label tokens, after " +
+         (e.every_steps > 0 ? "every " + std::to_string(e.every_steps) + " steps and " : "") +
+         "the last step");
+  return OkStatus();
+}
+
+StatusOr<double> Run::MaybeEvaluate(int64_t done) {
+  const int64_t every = eval_ != nullptr ? job_.data.eval->every_steps : 0;
+  if (eval_ == nullptr || !(done == total_steps_ || (every > 0 && done % every == 0))) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  EvalContext ctx;
+  ctx.model = model_.get();
+  ctx.cp_attention = cp_attention_;
+  ctx.collectives = coll_;
+  ctx.policy = policy_;
+  ctx.schedule.topology = {layout_.dp(), layout_.cp()};
+  ctx.schedule.bucket_size_tokens = bucket_size_tokens_;
+  ctx.schedule.hardware = hardware_.get();
+  ctx.schedule.micro_batch_size = job_.scheduler.micro_batch_size;
+  ctx.cost = cost_.get();
+  ctx.dp_rank = layout_.dp_rank();
+  ctx.cp_rank = layout_.cp_rank();
+  ctx.plan_guard = options_.plan_guard;
+  SKRULL_ASSIGN_OR_RETURN(const double loss, eval_->Evaluate(ctx));
+  state_.last_eval_loss = loss;
+  if (state_.best_eval_step < 0 || loss < state_.best_eval_loss) {
+    state_.best_eval_loss = loss;
+    state_.best_eval_step = done;
+  }
+  return loss;
 }
 
 Status Run::SetupScheduler() {
@@ -359,6 +419,8 @@ Status Run::SetupMetrics() {
                                     ? std::string("metrics.jsonl")
                                     : "metrics-rank" + std::to_string(layout_.rank()) + ".jsonl"))
           .string();
+  // TensorBoard event files beside metrics.jsonl, from rank 0 (docs/metrics.md).
+  if (layout_.rank() == 0) mo.tensorboard_dir = output_dir_;
   StatusOr<std::unique_ptr<metrics::TrainerMetrics>> m = metrics::TrainerMetrics::Create(mo);
   if (!m.ok() && m.status().code() == StatusCode::kUnavailable && mo.port != 0) {
     // A busy port must not stop training: keep metrics.jsonl, skip serving.
@@ -558,6 +620,7 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   stats.seconds = SecondsSince(t0);
   seconds.cp_wait = cp_attention_ != nullptr ? cp_attention_->TakeCommWaitSeconds() : 0.0;
   seconds.dp_wait = coll_->TakeWaitSeconds();
+  SKRULL_ASSIGN_OR_RETURN(stats.eval_loss, MaybeEvaluate(step + 1));
 
   RecordMetrics(planned, work, stats, seconds);
   AdvanceState(planned, stats);
@@ -689,6 +752,9 @@ void Run::RecordMetrics(const PlannedStep& planned, const RankStepWork& work,
   r.local_sequences = static_cast<uint64_t>(work.local_sequences);
   r.distributed_sequences = static_cast<uint64_t>(work.distributed_sequences);
   r.micro_batches = static_cast<uint64_t>(work.micro_batches);
+  r.eval_loss = stats.eval_loss;
+  r.learning_rate = stats.lr;
+  r.grad_norm = stats.grad_norm;
   if (!job_.data.sources.empty()) {
     r.source_samples.assign(dataset_->num_sources(), 0);
     r.source_tokens.assign(dataset_->num_sources(), 0);
@@ -825,6 +891,9 @@ TrainSummary Run::Summary() const {
   s.zero_stage = job_.training.zero_stage;
   s.static_memory_bytes = StaticMemoryBytes();
   s.rollbacks = {state_.rollbacks_dacp, state_.rollbacks_gds, state_.rollbacks_runtime};
+  s.eval_loss = state_.last_eval_loss;
+  s.best_eval_loss = state_.best_eval_loss;
+  s.best_eval_step = state_.best_eval_step;
   s.resumed_from = resumed_from_;
   s.last_checkpoint = last_checkpoint_;
   s.stopped_early = stopped_early_;
