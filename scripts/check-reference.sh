@@ -5,6 +5,8 @@
 #   scripts/check-reference.sh [BUILD_DIR]     # default: build/
 #   scripts/check-reference.sh --setup         # only make the venv
 #   scripts/check-reference.sh --fixtures      # rewrite tests/scheduler/data/hf_configs
+#   scripts/check-reference.sh --tokenizers [BUILD_DIR]  # skrull-tokenize vs the Python
+#                                              # tokenizers library and apply_chat_template
 # Makes a venv with the pinned versions of tests/reference/requirements*.txt
 # once, outside the tree (SKRULL_REF_VENV, default /var/cache/skrull/ref-venv);
 # needs PyPI the first time only. Extra arguments after BUILD_DIR go to the
@@ -46,8 +48,16 @@ if [ "${1:-}" = "--fixtures" ]; then
   exit 0
 fi
 
+tokenizers=no
+if [ "${1:-}" = "--tokenizers" ]; then tokenizers=yes; shift; fi
 build="${1:-$root/build}"
 [ $# -gt 0 ] && shift
+if [ "$tokenizers" = yes ]; then
+  [ -x "$build/bin/skrull-tokenize" ] || { log "no $build/bin/skrull-tokenize: build first"; exit 1; }
+  refs="$("$root/scripts/get-tokenizer-refs.sh")"
+  exec "$venv/bin/python" -B "$root/tests/reference/check_tokenizers.py" --bin "$build/bin" \
+    --refs "$refs" "$@"
+fi
 [ -x "$build/bin/skrull-trainer" ] || { log "no $build/bin/skrull-trainer: build first (scripts/test.sh)"; exit 1; }
 export SKRULL_REF_TF4="$venv/tf4"
 exec "$venv/bin/python" -B "$root/tests/reference/run_reference.py" --bin "$build/bin" "$@"
