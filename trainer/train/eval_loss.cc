@@ -4,18 +4,19 @@
 
 #include <algorithm>
 
+#include "scheduler/micro_batch_builder.h"
 #include "trainer/model/torch_compat.h"
-#include "trainer/train/micro_batch_builder.h"
 
 namespace skrull::train {
 
 StatusOr<RankStepWork> ForwardLossSum(model::DecoderModel* model, const scheduler::Plan& plan,
-                                      const std::vector<SequenceTokens>& batch, int dp_rank,
-                                      int cp_rank, ContextParallelAttention* cp_attention) {
+                                      const std::vector<scheduler::SequenceTokens>& batch,
+                                      int dp_rank, int cp_rank,
+                                      ContextParallelAttention* cp_attention) {
   SKRULL_CHECK(plan.topology.cp == 1 || cp_attention != nullptr)
       << "cp=" << plan.topology.cp << " needs a context-parallel attention backend";
-  SKRULL_ASSIGN_OR_RETURN(std::vector<RankStream> streams,
-                          BuildRankStreams(plan, batch, dp_rank, cp_rank));
+  SKRULL_ASSIGN_OR_RETURN(std::vector<scheduler::RankStream> streams,
+                          scheduler::BuildRankStreams(plan, batch, dp_rank, cp_rank));
   torch::NoGradGuard no_grad;
   const c10::Device device = model->options().device;
   at::Tensor total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
@@ -48,13 +49,9 @@ StatusOr<double> EvalSet::ChunkLossSum(const EvalContext& ctx, int64_t first, in
       scheduler::Schedule(ctx.policy, sequences, ctx.schedule, *ctx.cost);
   if (!planned.ok()) return planned.status().WithContext("spec.data.eval");
   scheduler::Plan plan = std::move(planned).value();
-  if (ctx.plan_guard) {
-    StatusOr<int64_t> guarded = ctx.plan_guard(&plan);
-    if (!guarded.ok()) return guarded.status().WithContext("spec.data.eval");
-  }
   std::vector<data::Sample> samples(sequences.size());
-  std::vector<SequenceTokens> tokens(sequences.size());
-  for (int64_t id : NeededSequenceIds(plan, ctx.dp_rank, ctx.cp_rank)) {
+  std::vector<scheduler::SequenceTokens> tokens(sequences.size());
+  for (int64_t id : scheduler::NeededSequenceIds(plan, ctx.dp_rank, ctx.cp_rank)) {
     SKRULL_ASSIGN_OR_RETURN(samples[id], data_->Get(first + id));
     tokens[id] = {samples[id].input_ids.data(), samples[id].targets.data(),
                   static_cast<int64_t>(samples[id].input_ids.size())};

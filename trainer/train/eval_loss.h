@@ -13,7 +13,6 @@
 #define SKRULL_TRAINER_TRAIN_EVAL_LOSS_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,8 +32,9 @@ namespace skrull::train {
 // gradients). Every micro-batch that is not empty in the plan runs on every
 // CP rank of its DP rank, so context-parallel exchanges stay in lockstep.
 StatusOr<RankStepWork> ForwardLossSum(model::DecoderModel* model, const scheduler::Plan& plan,
-                                      const std::vector<SequenceTokens>& batch, int dp_rank,
-                                      int cp_rank, ContextParallelAttention* cp_attention);
+                                      const std::vector<scheduler::SequenceTokens>& batch,
+                                      int dp_rank, int cp_rank,
+                                      ContextParallelAttention* cp_attention);
 
 // What a validation pass needs from the run; all pointers outlive the call.
 struct EvalContext {
@@ -46,8 +46,6 @@ struct EvalContext {
   const scheduler::CostModel* cost = nullptr;
   int dp_rank = 0;
   int cp_rank = 0;
-  // The runtime guard (TrainerOptions::plan_guard); may be empty.
-  std::function<StatusOr<int64_t>(scheduler::Plan* plan)> plan_guard;
 };
 
 class EvalSet {

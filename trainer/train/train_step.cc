@@ -82,7 +82,7 @@ model::PackedBatch ToPackedBatch(const scheduler::RankStream& stream, c10::Devic
     const int64_t n = stream.local_cu_seqlens[i] - stream.local_cu_seqlens[i - 1];
     lengths.insert(lengths.end(), n, n);
   }
-  for (const DistributedSegment& d : stream.distributed) {
+  for (const scheduler::DistributedSegment& d : stream.distributed) {
     lengths.insert(lengths.end(), d.RankTokens(stream.cp_rank), d.length);
   }
   SKRULL_CHECK(lengths.size() == stream.input_ids.size())

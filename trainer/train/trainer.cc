@@ -314,7 +314,6 @@ StatusOr<double> Run::MaybeEvaluate(int64_t done) {
   ctx.cost = cost_.get();
   ctx.dp_rank = layout_.dp_rank();
   ctx.cp_rank = layout_.cp_rank();
-  ctx.plan_guard = options_.plan_guard;
   SKRULL_ASSIGN_OR_RETURN(const double loss, eval_->Evaluate(ctx));
   state_.last_eval_loss = loss;
   if (state_.best_eval_step < 0 || loss < state_.best_eval_loss) {
