@@ -16,8 +16,8 @@ Run with the reference venv's python (scripts/check-reference.sh does).
    assistant turn through `skrull-tokenize --chat` and through transformers'
    AutoTokenizer.from_pretrained(folder).apply_chat_template(messages,
    tokenize=True), with the folder's own template (Qwen3, Llama-3, Llama-3.1)
-   or a real Qwen2.5 / Mistral template passed as chat_template. The token
-   ids must be identical; a chat the template refuses must be refused by both.
+   or a real Qwen2.5 / Mistral template passed as chat_template (the pairs of
+   tests/tokenizer/check_tokenizer.py). The token ids must be identical; a chat the template refuses must be refused by both.
 Prints "N passed, M failed"; exits 1 on any mismatch.
 """
 import argparse
@@ -32,22 +32,10 @@ import transformers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKENIZER_TESTS = os.path.join(HERE, "..", "tokenizer")
-DATA = os.path.join(TOKENIZER_TESTS, "data")
-TOKENIZERS = ["tokenizer-qwen3", "tokenizer-llama3", "tokenizer-llama3_1"]
-# (tokenizer dir, template name, pass the template explicitly): the pairs of
-# tests/tokenizer/check_tokenizer.py.
-CHAT_PAIRS = [
-    ("tokenizer-qwen3", "qwen3", False),
-    ("tokenizer-llama3", "llama3", False),
-    ("tokenizer-llama3_1", "llama3.1", False),
-    ("tokenizer-qwen3", "qwen2.5", True),
-    ("tokenizer-llama3_1", "mistral-7b-instruct", True),
-    ("tokenizer-llama3_1", "mistral-small-24b", True),
-]
-
-
-def read_jsonl(text):
-    return [json.loads(line) for line in text.split("\n") if line.strip()]
+sys.path.insert(0, TOKENIZER_TESTS)
+# The tokenizers, the (tokenizer, template) pairs, the corpora and the tally
+# are tests/tokenizer/check_tokenizer.py's, so both comparisons cover the same.
+from check_tokenizer import CHAT_PAIRS, DATA, TOKENIZERS, Tally, lines  # noqa: E402
 
 
 def skrull_tokenize(bin_dir, args, refused_ok=False):
@@ -59,25 +47,12 @@ def skrull_tokenize(bin_dir, args, refused_ok=False):
         return None
     if proc.returncode != 0:
         raise RuntimeError(f"skrull-tokenize {' '.join(args)}: {proc.stderr.strip()[:500]}")
-    return read_jsonl(proc.stdout)
-
-
-class Tally:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, ok, what):
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print("MISMATCH:", what)
+    return lines(proc.stdout)
 
 
 def check_text(args, tally):
     corpus = os.path.join(DATA, "tokenizer_corpus.jsonl")
-    texts = [r["text"] for r in read_jsonl(open(corpus, encoding="utf-8").read())]
+    texts = [r["text"] for r in lines(open(corpus, encoding="utf-8").read())]
     for name in TOKENIZERS:
         path = os.path.join(args.refs, name, "models", "tokenizer.json")
         ref = tokenizers.Tokenizer.from_file(path)
@@ -114,7 +89,7 @@ def reference_ids(tok, messages, template):
 
 def check_chats(args, tally):
     chats_file = os.path.join(DATA, "chat_corpus.jsonl")
-    chats = read_jsonl(open(chats_file, encoding="utf-8").read())
+    chats = lines(open(chats_file, encoding="utf-8").read())
     with_assistant = [i for i, c in enumerate(chats)
                       if any(m.get("role") == "assistant" for m in c["messages"])]
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,7 +104,7 @@ def check_chats(args, tally):
                 template_file = os.path.join(tmp, "template.jinja")
                 open(template_file, "w", encoding="utf-8").write(template)
                 cmd += ["--chat-template", template_file]
-            same = 0
+            same = refused = 0
             for i in with_assistant:
                 one = os.path.join(tmp, "chat.jsonl")
                 with open(one, "w", encoding="utf-8") as f:
@@ -138,11 +113,13 @@ def check_chats(args, tally):
                 mine_ids = mine[0]["input_ids"] if mine else None
                 ok = mine_ids == ref[i]
                 same += ok
+                refused += ok and ref[i] is None
                 tally.check(ok, f"{tok_dir} + {name} chat {i}: skrull "
                                 f"{'refused' if mine_ids is None else len(mine_ids)} vs "
                                 f"transformers {'refused' if ref[i] is None else len(ref[i])}")
             print(f"chats {tok_dir} + {name}: {same}/{len(with_assistant)} identical to "
-                  f"transformers {transformers.__version__} apply_chat_template")
+                  f"transformers {transformers.__version__} apply_chat_template ({refused} of "
+                  f"them refused by the template on both sides)")
 
 
 def main():
