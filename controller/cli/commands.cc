@@ -13,6 +13,8 @@
 #include "controller/operator/controller.h"
 #include "controller/operator/leader_election.h"
 #include "controller/reconcile/desired.h"
+#include "controller/reconcile/names.h"
+#include "controller/tuner/exposition_progress.h"
 #include "controller/tuner/prometheus_source.h"
 #include "controller/tuner/run_dir.h"
 #include "controller/tuner/tuner.h"
@@ -52,10 +54,12 @@ TuneFn PrometheusTuner(std::shared_ptr<tuner::PrometheusApi> prometheus, std::st
 ProgressFn PrometheusProgress(std::shared_ptr<tuner::PrometheusApi> prometheus) {
   return [prometheus](const api::JobSpec& spec) -> StatusOr<json> {
     const std::string sel = "{job=\"" + spec.name + "\"}";
-    json progress = {{"totalSteps", spec.training.steps}};
+    json progress = json::object();
+    if (spec.training.steps > 0) progress["totalSteps"] = spec.training.steps;  // 0: epochs
     const std::pair<const char*, std::string> queries[] = {
         {"step", "max(skrull_train_step" + sel + ")"},
         {"loss", "max(skrull_train_loss" + sel + ")"},
+        {"evalLoss", "max(skrull_eval_loss" + sel + ")"},
         {"tokensPerSecond", "sum(skrull_tokens_per_second" + sel + ")"},
         {"mfu", "avg(skrull_mfu_ratio" + sel + ")"},
     };
@@ -254,6 +258,15 @@ int RunServe(const ServeFlags& flags, const Environment& env, const std::atomic<
     std::shared_ptr<tuner::PrometheusApi> shared = std::move(*prometheus);
     options.reconciler.tune = PrometheusTuner(shared, flags.prometheus_window);
     options.reconciler.progress = PrometheusProgress(shared);
+  } else {
+    // Without Prometheus, status.progress comes from the rank-0 trainer's
+    // own /metrics page, through the DNS name its headless Service gives it.
+    options.reconciler.progress = tuner::TrainerEndpointProgress(
+        [](const api::JobSpec& spec) {
+          return "http://" + PodHostname(spec.name, 0) + "." + ServiceName(spec.name) + "." +
+                 spec.namespace_name + ".svc:" + std::to_string(spec.metrics.port) + "/metrics";
+        },
+        std::chrono::seconds(5));
   }
   // SIGTERM must not wait for a request timeout (30 s) on a server that does
   // not answer: watches end at once, other calls get kShutdownGrace.

@@ -115,8 +115,10 @@ StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args) {
       ->add_option("--pod-create-batch", serve.pod_create_batch,
                    "pods created per reconcile pass at most")
       ->check(CLI::Range(1, 10000));
-  serve_cmd->add_option("--prometheus-url", serve.prometheus_url,
-                        "Prometheus for status.progress and tuning (default: none)");
+  serve_cmd->add_option(
+      "--prometheus-url", serve.prometheus_url,
+      "Prometheus for status.progress and tuning (default: none: no tuning, progress from "
+      "the rank-0 trainer's /metrics)");
   serve_cmd->add_option("--prometheus-window", serve.prometheus_window,
                         "range of the tuner's Prometheus queries");
 
