@@ -54,16 +54,9 @@ TuneFn PrometheusTuner(std::shared_ptr<tuner::PrometheusApi> prometheus, std::st
 ProgressFn PrometheusProgress(std::shared_ptr<tuner::PrometheusApi> prometheus) {
   return [prometheus](const api::JobSpec& spec) -> StatusOr<json> {
     const std::string sel = "{job=\"" + spec.name + "\"}";
-    json progress = json::object();
-    if (spec.training.steps > 0) progress["totalSteps"] = spec.training.steps;  // 0: epochs
-    const std::pair<const char*, std::string> queries[] = {
-        {"step", "max(skrull_train_step" + sel + ")"},
-        {"loss", "max(skrull_train_loss" + sel + ")"},
-        {"evalLoss", "max(skrull_eval_loss" + sel + ")"},
-        {"tokensPerSecond", "sum(skrull_tokens_per_second" + sel + ")"},
-        {"mfu", "avg(skrull_mfu_ratio" + sel + ")"},
-    };
-    for (const auto& [field, promql] : queries) {
+    json progress = tuner::ProgressSkeleton(spec);
+    for (const tuner::ProgressGauge& g : tuner::kProgressGauges) {
+      const std::string promql = std::string(g.aggregate) + "(" + g.metric + sel + ")";
       SKRULL_ASSIGN_OR_RETURN(json data, prometheus->Query(promql, 0));
       const json& result = data.value("result", json::array());
       if (result.empty()) continue;  // not scraped yet
@@ -71,11 +64,7 @@ ProgressFn PrometheusProgress(std::shared_ptr<tuner::PrometheusApi> prometheus) 
       char* end = nullptr;
       const double v = std::strtod(text.c_str(), &end);
       if (end == text.c_str() || !std::isfinite(v)) continue;
-      if (std::string(field) == "step") {
-        progress[field] = static_cast<int64_t>(v);
-      } else {
-        progress[field] = std::round(v * 1e4) / 1e4;
-      }
+      tuner::SetProgressField(g.field, v, &progress);
     }
     return progress;
   };

@@ -43,16 +43,30 @@ bool ParseSample(std::string_view line, std::string_view* name, double* value) {
 
 }  // namespace
 
+const ProgressGauge kProgressGauges[5] = {
+    {"step", metrics::kTrainStep, "max"},    {"loss", metrics::kTrainLoss, "max"},
+    {"evalLoss", metrics::kEvalLoss, "max"}, {"tokensPerSecond", metrics::kTokensPerSecond, "sum"},
+    {"mfu", metrics::kMfuRatio, "avg"},
+};
+
+json ProgressSkeleton(const api::JobSpec& spec) {
+  json progress = json::object();
+  if (spec.training.steps > 0) progress["totalSteps"] = spec.training.steps;
+  return progress;
+}
+
+void SetProgressField(const std::string& field, double value, json* progress) {
+  (*progress)[field] =
+      field == "step" ? json(static_cast<int64_t>(value)) : json(std::round(value * 1e4) / 1e4);
+}
+
 StatusOr<json> ProgressFromExposition(std::string_view text, const api::JobSpec& spec) {
   if (text.size() > kMaxExpositionBytes) {
     return InvalidArgumentError("metrics page of " + std::to_string(text.size()) +
                                 " bytes; at most " + std::to_string(kMaxExpositionBytes));
   }
-  const std::map<std::string_view, const char*> fields = {
-      {metrics::kTrainStep, "step"},    {metrics::kTrainLoss, "loss"},
-      {metrics::kEvalLoss, "evalLoss"}, {metrics::kTokensPerSecond, "tokensPerSecond"},
-      {metrics::kMfuRatio, "mfu"},
-  };
+  std::map<std::string_view, const char*> fields;  // metric -> field
+  for (const ProgressGauge& g : kProgressGauges) fields[g.metric] = g.field;
   const std::string duration_sum = std::string(metrics::kStepDurationSeconds) + "_sum";
   const std::string duration_count = std::string(metrics::kStepDurationSeconds) + "_count";
   std::map<std::string, double> largest;
@@ -74,12 +88,8 @@ StatusOr<json> ProgressFromExposition(std::string_view text, const api::JobSpec&
     }
     start = end + 1;
   }
-  json progress = json::object();
-  if (spec.training.steps > 0) progress["totalSteps"] = spec.training.steps;
-  for (const auto& [field, value] : largest) {
-    progress[field] =
-        field == "step" ? json(static_cast<int64_t>(value)) : json(std::round(value * 1e4) / 1e4);
-  }
+  json progress = ProgressSkeleton(spec);
+  for (const auto& [field, value] : largest) SetProgressField(field, value, &progress);
   if (spec.training.steps > 0 && progress.contains("step") && steps_timed > 0) {
     const double remaining = static_cast<double>(spec.training.steps) - largest["step"];
     progress["etaSeconds"] = std::round(std::max(0.0, remaining) * seconds / steps_timed);

@@ -21,6 +21,23 @@
 
 namespace skrull::tuner {
 
+// The status.progress fields that come from the trainer's gauges
+// (trainer/metrics/metric_names.h), and how Prometheus combines the ranks'
+// values (the rank-0 page has one value each).
+struct ProgressGauge {
+  const char* field;      // in status.progress
+  const char* metric;     // the trainer's gauge
+  const char* aggregate;  // PromQL over the job's ranks: max, sum or avg
+};
+extern const ProgressGauge kProgressGauges[5];
+
+// status.progress before any gauge is read: {totalSteps} from
+// spec.training.steps, or {} for an epochs job (the trainer derives its count).
+nlohmann::json ProgressSkeleton(const api::JobSpec& spec);
+
+// progress[field] = value: the step as an integer, other values to 4 decimals.
+void SetProgressField(const std::string& field, double value, nlohmann::json* progress);
+
 // The most of /metrics read; a larger page is refused (a trainer's page is a
 // few tens of KiB).
 inline constexpr size_t kMaxExpositionBytes = size_t{4} << 20;
