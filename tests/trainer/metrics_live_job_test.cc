@@ -16,7 +16,7 @@
 // Needs build/bin/skrull-trainer and skrull-make-data next to this binary, and
 // prometheus + promtool on PATH (Debian package `prometheus`); missing tools
 // fail the test. Every wait has a deadline; the job and Prometheus are
-// stopped on any failure. About 20-40 s on an idle 2-core machine.
+// stopped on any failure. About 15-40 s on an idle 2-core machine.
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -52,9 +52,10 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kJob[] = "metrics-live";
 constexpr int kRanks = 2;
-// At ~0.07 s per step on an idle 2-core machine the ranks serve /metrics for
-// about 15 s: 30 scrapes at kScrapeSeconds. Slower machines only scrape more.
-constexpr int kSteps = 200;
+// At 0.02-0.05 s per step on a 2-core machine the ranks serve /metrics for
+// 10-25 s: 20-50 scrapes at kScrapeSeconds, well above the 4 asserted below.
+// Slower machines only scrape more.
+constexpr int kSteps = 500;
 constexpr double kScrapeSeconds = 0.5;
 constexpr double kJobTimeoutSeconds = 420;
 
@@ -174,28 +175,6 @@ class LauncherProcess {
   std::string log_path_;
 };
 
-// True when `port` can be bound on the wildcard address, as the trainer binds.
-bool PortFree(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return free;
-}
-
-// A port P with P and P+1 free a moment ago (the job serves on both).
-StatusOr<int> PickFreePortPair() {
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    SKRULL_ASSIGN_OR_RETURN(int port, PickFreeLoopbackPort());
-    if (port < 65535 && PortFree(port) && PortFree(port + 1)) return port;
-  }
-  return UnavailableError("no free pair of adjacent ports after 50 tries");
-}
-
 // "{job=..., rank=...}" of a result series, for messages.
 std::string LabelsOf(const nlohmann::json& series) { return series["metric"].dump(); }
 
@@ -237,7 +216,7 @@ class MetricsLiveJob : public ::testing::Test {
       // 300-480 are sharded across the CP pair.
       << "  scheduler: {policy: skrull, bucketSize: 256, batchSize: 8, seed: 1}\n"
       << "  training: {steps: " << kSteps
-      << ", learningRate: 1e-3, warmupSteps: 2, outputDir: out, logEvery: 20}\n"
+      << ", learningRate: 1e-3, warmupSteps: 2, outputDir: out, logEvery: 100}\n"
       << "  resources: {gpusPerProc: 0}\n"
       << "  metrics: {port: " << port << "}\n";
     const std::string path = (dir_ / "job.yaml").string();
@@ -271,7 +250,7 @@ TEST_F(MetricsLiveJob, EveryPanelAndRuleReturnsDataFromARealTwoRankJob) {
                   "480", "--long-fraction", "0.2"});
   ASSERT_TRUE(data.ok()) << data.status();
   ASSERT_EQ(data->exit_code, 0) << data->output;
-  StatusOr<int> port = PickFreePortPair();
+  StatusOr<int> port = PickFreePortRun(kRanks);
   ASSERT_TRUE(port.ok()) << port.status();
   const std::string job_file = WriteJob(*port);
 

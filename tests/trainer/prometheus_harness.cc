@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -150,23 +151,54 @@ StatusOr<HttpResponse> HttpGet(const std::string& host, int port, const std::str
 
 std::string UrlEncode(std::string_view s) { return http::PercentEncode(std::string(s)); }
 
-StatusOr<int> PickFreeLoopbackPort() {
+namespace {
+
+// The first port of the kernel's ephemeral range (bind to port 0 and outgoing
+// connections take ports from it); 32768, the Linux default, if unreadable.
+int EphemeralPortLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  int high = 0;
+  if (in >> low >> high && low > 2048 && low <= 65535) return low;
+  return 32768;
+}
+
+// True when `port` can be bound on the wildcard address, as servers bind.
+bool PortBindable(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return UnavailableError(std::string("socket: ") + std::strerror(errno));
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int err = errno;
-    ::close(fd);
-    return UnavailableError(std::string("bind 127.0.0.1:0: ") + std::strerror(err));
-  }
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   ::close(fd);
-  return static_cast<int>(ntohs(addr.sin_port));
+  return ok;
 }
+
+}  // namespace
+
+StatusOr<int> PickFreePortRun(int count) {
+  if (count < 1 || count > 64) return InvalidArgumentError("PickFreePortRun: count must be 1..64");
+  // Below the ephemeral range no outgoing connection (a Gloo pair, a scrape)
+  // and no bind-to-0 of a test running beside this one can take the port
+  // between this check and the server's bind.
+  const int high = EphemeralPortLow() - count;
+  const int low = 10000;
+  if (high <= low) return UnavailableError("ephemeral port range starts too low to pick under it");
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(low, high);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int first = pick(rng);
+    bool all = true;
+    for (int i = 0; i < count && all; ++i) all = PortBindable(first + i);
+    if (all) return first;
+  }
+  return UnavailableError("no run of " + std::to_string(count) + " free ports in " +
+                          std::to_string(low) + ".." + std::to_string(high) + " after 200 tries");
+}
+
+StatusOr<int> PickFreeLoopbackPort() { return PickFreePortRun(1); }
 
 StatusOr<pid_t> SpawnProcess(const std::vector<std::string>& argv, const std::string& stdin_path,
                              const std::string& output_path, bool append) {

@@ -41,8 +41,13 @@ StatusOr<HttpResponse> HttpGet(const std::string& host, int port, const std::str
 // Percent-encodes a query-string component (RFC 3986 unreserved kept).
 std::string UrlEncode(std::string_view s);
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bind to 0, read it
-// back, close). Racy by nature; callers retry on "address in use".
+// The first of `count` consecutive TCP ports (1..64) that were free a moment
+// ago, picked at random below the kernel's ephemeral port range so that no
+// outgoing connection or bind-to-0 elsewhere takes one before the caller's
+// server binds it. Still racy against another picker; rare.
+StatusOr<int> PickFreePortRun(int count);
+
+// PickFreePortRun(1).
 StatusOr<int> PickFreeLoopbackPort();
 
 // Absolute path of `name` on $PATH, or "" if not found.
