@@ -28,7 +28,7 @@ case " $unconfigured " in
 esac
 if ! ls "$cudnn_dir"/libcudnn*.so.9 >/dev/null 2>&1; then
   echo "apt-install.sh: nvidia-cudnn could not download cuDNN from NVIDIA and no libcudnn*.so.9" \
-    "was given: build with internet, or pass --build-arg CUDNN_IMAGE=<image with /cudnn/libcudnn*.so.9>" \
+    "was given: build where NVIDIA's site or PyPI is reachable, or pass --build-arg CUDNN_IMAGE=<image with /cudnn/libcudnn*.so.9>" \
     "(docker/README.md, \"cuDNN\")" >&2
   exit 1
 fi

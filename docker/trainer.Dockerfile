@@ -6,18 +6,25 @@
 #
 #   docker build -f docker/trainer.Dockerfile -t ghcr.io/skrull/trainer:0.1.0 .
 #
-# cuDNN (libtorch_cuda needs libcudnn.so.9): Debian's nvidia-cudnn downloads it
-# from NVIDIA while installing. Offline, give it as an image holding
-# /cudnn/libcudnn*.so.9: --build-arg CUDNN_IMAGE=that-image (docker/README.md).
+# cuDNN (libtorch_cuda needs libcudnn.so.9 for CUDA 12): Debian's nvidia-cudnn
+# downloads it from NVIDIA while installing; where NVIDIA's site is out of
+# reach the build takes the same version from PyPI's nvidia-cudnn-cu12 wheel
+# (scripts/get-cudnn-cu12.sh), or from an image holding /cudnn/libcudnn*.so.9:
+# --build-arg CUDNN_IMAGE=that-image (docker/README.md).
 # Built and smoke-tested by scripts/build-images.sh. The PyTorch-wheel build on
 # nvidia/cuda is docker/trainer-wheel.Dockerfile.
 
 ARG DEBIAN_IMAGE=debian:13
-ARG CUDNN_IMAGE=cudnn-download
+ARG CUDNN_IMAGE=cudnn-pypi
 
-# No cuDNN given: nvidia-cudnn downloads it (needs NVIDIA's site).
-FROM ${DEBIAN_IMAGE} AS cudnn-download
-RUN mkdir /cudnn
+# No cuDNN given: the CUDA 12 build from PyPI, by name and SHA-256.
+FROM ${DEBIAN_IMAGE} AS cudnn-pypi
+COPY scripts/get-cudnn-cu12.sh /usr/local/bin/get-cudnn-cu12.sh
+RUN apt-get update -q \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-pip ca-certificates \
+ && mkdir /cudnn \
+ && cp -L "$(SKRULL_CUDNN_CACHE=/tmp/cudnn-cache get-cudnn-cu12.sh)"/libcudnn*.so.9 /cudnn/ \
+ && rm -rf /tmp/cudnn-cache /var/lib/apt/lists/*
 FROM ${CUDNN_IMAGE} AS cudnn
 
 FROM ${DEBIAN_IMAGE} AS build

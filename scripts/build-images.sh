@@ -183,15 +183,14 @@ build_image() {
   SECONDS_TAKEN[$name]=$(($(date +%s) - start))
 }
 
-# cudnn_image: an image holding SKRULL_CUDNN_DIR's libcudnn*.so.9 under /cudnn,
-# for docker/trainer.Dockerfile's CUDNN_IMAGE when NVIDIA's download site is
-# unreachable; prints its name, or nothing when there is no cuDNN to give.
+# cudnn_image: an image holding SKRULL_CUDNN_DIR's libcudnn*.so.9 (default:
+# PyPI's CUDA 12 build, scripts/get-cudnn-cu12.sh) under /cudnn, for
+# docker/trainer.Dockerfile's CUDNN_IMAGE; prints its name, or nothing when
+# there is no cuDNN to give (the Dockerfile then fetches it from PyPI itself).
 cudnn_image() {
   local dir="${SKRULL_CUDNN_DIR:-}" name=localhost/skrull-cudnn:9 ctr
   if [ -z "$dir" ]; then
-    for dir in /var/cache/skrull/trixie-cuda/usr/local/lib/skrull-cudnn /usr/local/cuda/lib64 ""; do
-      compgen -G "$dir/libcudnn*.so.9" >/dev/null && break
-    done
+    dir="$("$SKRULL_ROOT/scripts/get-cudnn-cu12.sh")" || dir=""
   fi
   [ -n "$dir" ] && compgen -G "$dir/libcudnn*.so.9" >/dev/null || return 0
   if ! bh inspect --type image "$name" >/dev/null 2>&1; then

@@ -3,8 +3,10 @@
 # checkout against PyTorch 2.6 for CUDA 12.4 with NCCL (Debian 13 contrib /
 # non-free: libtorch-cuda-dev, libgloo-cuda-dev, libnccl-dev,
 # nvidia-cuda-toolkit) inside a Debian 13 root, with SKRULL_WITH_CUDA=ON and
-# -Werror, checks that skrull-trainer links libtorch_cuda and NCCL, and runs
-# the whole CTest suite there on the CPU. Prints "N passed, M failed".
+# -Werror in two build types, RelWithDebInfo (-O2, what CI builds) and Release
+# (-O3, where GCC's warnings see through more inlining), checks that both
+# skrull-trainers link libtorch_cuda and NCCL, and runs the whole CTest suite
+# there on the CPU with the RelWithDebInfo build. Prints "N passed, M failed".
 #
 #   sudo scripts/check-gpu-build.sh [ctest args...]
 #
@@ -13,16 +15,21 @@
 # outside the source tree and made once) and the build takes long on 2 cores.
 # Needs root (debootstrap, chroot, bind mounts) and Debian's mirror.
 #
-# cuDNN: libtorch_cuda.so needs libcudnn.so.9 to link and load, but Debian's
-# nvidia-cudnn only downloads it from NVIDIA in its post-install step, which
-# fails offline. The script lets that step be a no-op and copies
-# libcudnn*.so.9 from SKRULL_CUDNN_DIR (default /usr/local/cuda/lib64, where
-# NVIDIA's CUDA toolkit ships one) into the root. See README.md, "Build options".
+# cuDNN: libtorch_cuda.so needs libcudnn.so.9 built for CUDA 12 to link and
+# load, but Debian's nvidia-cudnn only downloads it from NVIDIA in its
+# post-install step, which fails offline. The script lets that step be a no-op
+# and copies libcudnn*.so.9 into the root from SKRULL_CUDNN_DIR, by default
+# the same cuDNN version from PyPI's nvidia-cudnn-cu12 wheel
+# (scripts/get-cudnn-cu12.sh). See README.md, "Build options".
+#
+# SKRULL_GPU_BUILD_TYPES (default "RelWithDebInfo Release"): the build types;
+# the first one runs the suite, the others are compiled and linked only.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 root="${SKRULL_GPU_ROOT:-/var/cache/skrull/trixie-cuda}"
-cudnn_dir="${SKRULL_CUDNN_DIR:-/usr/local/cuda/lib64}"
+cudnn_dir="${SKRULL_CUDNN_DIR:-}"
+read -r -a build_types <<<"${SKRULL_GPU_BUILD_TYPES:-RelWithDebInfo Release}"
 mirror="${SKRULL_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 [ "$(id -u)" -eq 0 ] || { log "check-gpu-build.sh needs root (debootstrap, chroot)"; exit 2; }
 
@@ -92,6 +99,11 @@ make_root() {
 install_cudnn() {
   local dest="$root/usr/local/lib/skrull-cudnn"
   [ -e "$dest/libcudnn.so.9" ] && return 0
+  if [ -z "$cudnn_dir" ]; then
+    python3 -m pip --version >/dev/null 2>&1 || apt-get install -y -q python3-pip >&2
+    cudnn_dir="$("$SKRULL_ROOT/scripts/get-cudnn-cu12.sh")" ||
+      { log "no cuDNN from PyPI: set SKRULL_CUDNN_DIR to a folder with CUDA 12 libcudnn*.so.9"; exit 2; }
+  fi
   compgen -G "$cudnn_dir/libcudnn*.so.9" >/dev/null ||
     { log "no libcudnn*.so.9 in $cudnn_dir: set SKRULL_CUDNN_DIR (libtorch_cuda needs it)"; exit 2; }
   mkdir -p "$dest"
@@ -111,28 +123,44 @@ trust_host_cas() {
     { log "update-ca-certificates failed in the root"; exit 2; }
 }
 
+# build_one TYPE DIR: configures and builds the checkout with CUDA and -Werror
+# into DIR (a path in the root) and checks skrull-trainer's CUDA libraries.
+build_one() {
+  local type="$1" dir="$2"
+  # ccache (inside the root, cache in $root/ccache) makes a rebuild after a
+  # small change take minutes instead of the first build's hour on 2 cores.
+  local launcher=()
+  [ -x "$root/usr/bin/ccache" ] && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  mkdir -p "$root$dir"
+  log "building /src $type with SKRULL_WITH_CUDA=ON -Werror into $dir ($(nproc) jobs)"
+  in_root cmake -S /src -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" \
+    -DSKRULL_WITH_CUDA=ON -DSKRULL_WERROR=ON -DSKRULL_BUILD_TESTS=ON -DSKRULL_BUILD_BENCHMARKS=ON "${launcher[@]}" >/dev/null
+  in_root cmake --build "$dir" -j "$(nproc)" || { log "the $type build failed"; exit 1; }
+  log "skrull-trainer's CUDA and NCCL libraries ($type):"
+  local libs
+  libs="$(in_root ldd "$dir/bin/skrull-trainer")"
+  grep -E 'libtorch_cuda|libnccl|libcudart|libcudnn' <<<"$libs" >&2 || true
+  grep -q 'libtorch_cuda' <<<"$libs" || { log "skrull-trainer does not link libtorch_cuda"; exit 1; }
+  grep -q 'libnccl' <<<"$libs" || { log "skrull-trainer does not link NCCL"; exit 1; }
+  grep -q 'not found' <<<"$libs" && { log "unresolved libraries above"; exit 1; }
+  return 0
+}
+
 build_and_test() {
   bind "$SKRULL_ROOT" /src
   bind /proc /proc
   bind /dev /dev
   bind /dev/pts /dev/pts
-  mkdir -p "$root/build"
-  # ccache (inside the root, cache in $root/ccache) makes a rebuild after a
-  # small change take minutes instead of the first build's hour on 2 cores.
-  local launcher=()
-  [ -x "$root/usr/bin/ccache" ] && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  log "building /src with SKRULL_WITH_CUDA=ON -Werror in the root ($(nproc) jobs)"
-  in_root cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSKRULL_WITH_CUDA=ON -DSKRULL_WERROR=ON -DSKRULL_BUILD_TESTS=ON -DSKRULL_BUILD_BENCHMARKS=ON "${launcher[@]}" >/dev/null
-  in_root cmake --build /build -j "$(nproc)"
-  log "skrull-trainer's CUDA and NCCL libraries:"
-  local libs
-  libs="$(in_root ldd /build/bin/skrull-trainer)"
-  grep -E 'libtorch_cuda|libnccl|libcudart|libcudnn' <<<"$libs" >&2 || true
-  grep -q 'libtorch_cuda' <<<"$libs" || { log "skrull-trainer does not link libtorch_cuda"; exit 1; }
-  grep -q 'libnccl' <<<"$libs" || { log "skrull-trainer does not link NCCL"; exit 1; }
-  grep -q 'not found' <<<"$libs" && { log "unresolved libraries above"; exit 1; }
-  log "running the whole suite on the CPU with the CUDA build"
+  [ ${#build_types[@]} -gt 0 ] || { log "SKRULL_GPU_BUILD_TYPES is empty: name at least one build type"; exit 2; }
+  # The first type keeps /build (the layout docker/trainer.Dockerfile's ccache
+  # shares); the others build beside it, e.g. /build-release.
+  local type dir
+  for type in "${build_types[@]}"; do
+    dir=/build
+    [ "$type" = "${build_types[0]}" ] || dir="/build-${type,,}"
+    build_one "$type" "$dir"
+  done
+  log "running the whole suite on the CPU with the ${build_types[0]} CUDA build"
   local rc=0
   in_root /bin/sh -c "cd /build && ctest --output-on-failure --timeout 900 -j 2 $*" |
     tee "$root/build/ctest.log" || rc=$?
