@@ -5,7 +5,7 @@
 // storing them. GQA is done by grouping query heads per K/V head
 // ([Hkv, G * rows, D] x [Hkv, D, keys]) so K/V are never repeated.
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include "trainer/model/torch_custom_function.h"
 
 #include <limits>
 

@@ -1,7 +1,7 @@
 #include "trainer/model/chunked_loss.h"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include "trainer/model/torch_custom_function.h"
 
 #include "common/status.h"
 

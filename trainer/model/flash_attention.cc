@@ -5,7 +5,7 @@
 #include "trainer/model/flash_attention.h"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include "trainer/model/torch_custom_function.h"
 
 #include <atomic>
 #include <limits>

@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include "trainer/model/torch_custom_function.h"
 
 #include "common/status.h"
 
