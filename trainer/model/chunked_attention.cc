@@ -5,12 +5,12 @@
 // storing them. GQA is done by grouping query heads per K/V head
 // ([Hkv, G * rows, D] x [Hkv, D, keys]) so K/V are never repeated.
 #include <ATen/ATen.h>
-#include "trainer/model/torch_custom_function.h"
 
 #include <limits>
 
 #include "common/status.h"
 #include "trainer/model/attention.h"
+#include "trainer/model/torch_custom_function.h"
 
 namespace skrull::model {
 namespace {

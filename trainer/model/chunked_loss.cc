@@ -1,9 +1,9 @@
 #include "trainer/model/chunked_loss.h"
 
 #include <ATen/ATen.h>
-#include "trainer/model/torch_custom_function.h"
 
 #include "common/status.h"
+#include "trainer/model/torch_custom_function.h"
 
 namespace skrull::model {
 namespace {

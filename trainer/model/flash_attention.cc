@@ -5,13 +5,13 @@
 #include "trainer/model/flash_attention.h"
 
 #include <ATen/ATen.h>
-#include "trainer/model/torch_custom_function.h"
 
 #include <atomic>
 #include <limits>
 
 #include "common/status.h"
 #include "trainer/model/torch_compat.h"
+#include "trainer/model/torch_custom_function.h"
 
 namespace skrull::model {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
-#include "trainer/model/torch_custom_function.h"
 
 #include "common/status.h"
+#include "trainer/model/torch_custom_function.h"
 
 namespace skrull::model {
 namespace {
