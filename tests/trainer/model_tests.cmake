@@ -33,3 +33,10 @@ skrull_test(trainer_model_gpu_attention_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/model_gpu_attention_test.cc
   DEPS skrull_model
   LABELS gpu)
+# Tokens/s, MFU and peak memory of the flash path and the chunked reference
+# on a Qwen2.5-0.5B-shaped model, one SKRULL_GPU_BENCH_CASE per run
+# (gpu-bundle/run.sh); skips with no case set or without a device.
+skrull_test(trainer_model_gpu_kernel_bench_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/model_gpu_kernel_bench_test.cc
+  DEPS skrull_model skrull_train
+  LABELS gpu)
