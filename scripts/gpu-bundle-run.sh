@@ -55,6 +55,9 @@ if [ "$mode" = auto ]; then
   fi
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX")"
+case "$here$work" in  # the steps' argv are built as words
+  *[[:space:]]*) echo "run.sh: $here or $work holds a space: move the bundle or set TMPDIR" >&2; exit 2 ;;
+esac
 steps="$work/steps.tsv"
 : >"$steps"
 log "mode $mode, torch at $torch_dir, work in $work, budget ${budget}s"
@@ -82,21 +85,23 @@ step() {
 skip() { printf '%s\tskipped\t-\t0\t%s\n' "$1" "$2" >>"$steps"; log "$1: skipped ($2)"; }
 
 # 1. The gpu tests, most telling first.
-gtest() { "$here/bin/$1" --gtest_color=no --gtest_output="json:$work/$1.json"; }
+gtest() { echo "$here/bin/$1" --gtest_color=no "--gtest_output=json:$work/$1.json"; }  # argv of a gtest run
 for t in trainer_model_gpu_attention_test trainer_model_gpu_test train_gpu_throughput_test \
   dist_gpu_nccl_equivalence_test; do
-  [ -x "$here/bin/$t" ] && step "$t" 150 gtest "$t"
+  [ -x "$here/bin/$t" ] && step "$t" 150 $(gtest "$t")
 done
 
 # 2. The kernel bench, one case per process.
-bench() { SKRULL_GPU_BENCH_CASE="$1" SKRULL_GPU_BENCH_CPU="$2" gtest trainer_model_gpu_kernel_bench_test; }
+bench() {  # argv of one bench case: bench KERNEL:TOKENS CPU_SMOKE(0|1)
+  echo env "SKRULL_GPU_BENCH_CASE=$1" "SKRULL_GPU_BENCH_CPU=$2" $(gtest trainer_model_gpu_kernel_bench_test)
+}
 for kernel in flash chunked; do
   for tokens in 4096 16384 65536; do
     name="bench_${kernel}_$tokens"
     if [ "$mode" = gpu ]; then
-      step "$name" $((tokens > 16384 ? 120 : 60)) bench "$kernel:$tokens" 0
+      step "$name" $((tokens > 16384 ? 120 : 60)) $(bench "$kernel:$tokens" 0)
     elif [ "$tokens" -eq 4096 ]; then
-      step "$name" 60 bench "$kernel:$tokens" 1  # the CPU smoke case (tiny model, 256 tokens)
+      step "$name" 60 $(bench "$kernel:$tokens" 1)  # the CPU smoke case (tiny model, 256 tokens)
     else
       skip "$name" "no CUDA device"
     fi
@@ -134,17 +139,17 @@ make_data() {  # make_data DIR N LENGTH
   "$here/bin/skrull-make-data" --out "$1/data.jsonl" --n "$2" --seed 1 --long-fraction 1 \
     --long-min "$3" --long-max "$3" --short-min 64 --short-max 64
 }
-train() { (cd "$1" && "$here/bin/skrull-trainer" --job job.yaml --device "$2" --no-metrics-server); }
+train() { echo "$here/bin/skrull-trainer" --job "$1/job.yaml" --device "$2" --no-metrics-server; }
 if [ "$mode" = gpu ]; then
   write_job "$work/train" "$qwen" bf16 16384 8 4 && make_data "$work/train" 64 2048
-  step train_bf16 120 train "$work/train" cuda:0
+  step train_bf16 120 $(train "$work/train" cuda:0)
   # 32 sequences of 32K tokens in one 1M-token micro-batch: the activations
   # alone need several hundred GB, so the first forward runs out of memory.
   write_job "$work/oom" "$qwen" bf16 1048576 32 1 && make_data "$work/oom" 32 32768
-  step train_oom 120 train "$work/oom" cuda:0
+  step train_oom 120 $(train "$work/oom" cuda:0)
 else
   write_job "$work/train" "$tiny" fp32 2048 4 2 && make_data "$work/train" 16 256
-  step train_cpu 120 train "$work/train" cpu
+  step train_cpu 120 $(train "$work/train" cpu)
   skip train_oom "no CUDA device (a host OOM would take the machine's memory)"
 fi
 
