@@ -5,6 +5,13 @@ skrull_test(dist_launcher_test
   DEPS skrull_dist_launcher skrull_dist_testing
   LABELS unit)
 
+# The ranks' failure records and the launcher's choice of the rank to blame
+# (torch-free).
+skrull_test(dist_failure_record_test
+  SOURCES dist_failure_record_test.cc
+  DEPS skrull_dist_launcher
+  LABELS unit)
+
 # The one rank-layout type (torch-free): DP x CP and node x local arithmetic.
 skrull_test(dist_rank_layout_test
   SOURCES dist_rank_layout_test.cc
