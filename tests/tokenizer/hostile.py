@@ -316,6 +316,24 @@ def write(corpus):
 DEFAULT_MESSAGES = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
 
 
+def write_case_folder(folder, sub, raw):
+    """Writes the model folder of corpus case `raw` (from corpus folder `sub`)
+    into `folder`: its tokenizer.json, or a small valid one and the case as
+    chat_template.jinja. Returns (the text-jsonl data line, the file an error
+    must name)."""
+    head, _, tail = raw.partition(b"\0")
+    if sub == "chat_template":
+        with open(os.path.join(folder, "tokenizer.json"), "w") as f:
+            json.dump(base_tokenizer(), f)
+        with open(os.path.join(folder, "chat_template.jinja"), "wb") as f:
+            f.write(head)
+        messages = json.loads(tail) if tail else DEFAULT_MESSAGES
+        return json.dumps({"messages": messages}), "chat_template.jinja"
+    with open(os.path.join(folder, "tokenizer.json"), "wb") as f:
+        f.write(head)
+    return json.dumps({"text": tail.decode("utf-8") if tail else "hello world"}), "tokenizer.json"
+
+
 def run_case(args, folder, chat, line):
     data = os.path.join(folder, "data.jsonl")
     with open(data, "w", encoding="utf-8") as f:
@@ -349,21 +367,8 @@ def check(args):
         expected = (tokenizer_cases() if sub == "tokenizer_json" else template_cases())
         for name in names:
             raw = open(os.path.join(folder, name), "rb").read()
-            head, _, tail = raw.partition(b"\0")
             with tempfile.TemporaryDirectory() as tmp:
-                if chat:
-                    with open(os.path.join(tmp, "tokenizer.json"), "w") as f:
-                        json.dump(base_tokenizer(), f)
-                    with open(os.path.join(tmp, "chat_template.jinja"), "wb") as f:
-                        f.write(head)
-                    messages = json.loads(tail) if tail else DEFAULT_MESSAGES
-                    line = json.dumps({"messages": messages})
-                    origin = "chat_template.jinja"
-                else:
-                    with open(os.path.join(tmp, "tokenizer.json"), "wb") as f:
-                        f.write(head)
-                    line = json.dumps({"text": tail.decode("utf-8") if tail else "hello world"})
-                    origin = "tokenizer.json"
+                line, origin = write_case_folder(tmp, sub, raw)
                 code, err, seconds, mib = run_case(args, tmp, chat, line)
             want = expected.get(name[len("hostile-"):], (None, None, None))[2]
             problems = []

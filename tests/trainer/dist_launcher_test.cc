@@ -383,6 +383,59 @@ TEST(LauncherProcesses, OneFailureStopsTheRestQuicklyAndShowsItsLog) {
   std::filesystem::remove_all(dir);
 }
 
+// A rank whose error is its own (a full disk) is blamed, not the peer whose
+// collective failed because the first had gone, even when the peer's exit is
+// seen first and the first one was signalled by the launcher meanwhile.
+TEST(LauncherProcesses, BlamesTheRankThatFailedFirstNotThePeerThatExitedFirst) {
+  const std::string dir = MakeTempDir();
+  const std::string record =
+      "d=$SKRULL_OUTPUT_DIR/ranks/rank-$SKRULL_RANK; mkdir -p $d; printf "
+      "'{\"schema\": 1, \"rank\": %s, \"run_id\": \"%s\", \"unix_micros\": %s, "
+      "\"cause\": \"%s\", \"status\": \"%s\", \"message\": \"m\"}' "
+      "$SKRULL_RANK $SKRULL_RUN_ID $(date +%s%6N) ";
+  const std::string script =
+      "if [ \"$SKRULL_RANK\" = 1 ]; then trap '' TERM; " + record +
+      "own IO_ERROR > $d/failure.json; echo 'No space left on device'; sleep 0.6; exit 4; fi; "
+      "sleep 0.2; " +
+      record + "peer UNAVAILABLE > $d/failure.json; exit 1";
+  PosixProcessSpawner spawner;
+  auto r = RunNode(ShellOptions(dir, 2, script), &spawner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->failure.has_value());
+  EXPECT_EQ(r->failure->rank, 1) << r->Describe();
+  EXPECT_EQ(r->ExitCode(), 4);
+  EXPECT_TRUE(r->ranks[1].stopped_by_launcher);  // signalled when rank 0 ended
+  ASSERT_TRUE(r->failure_record.has_value());
+  EXPECT_EQ(r->failure_record->status, "IO_ERROR");
+  EXPECT_EQ(r->failed_ranks, 2);
+  EXPECT_NE(r->Describe().find("rank 1 (local rank 1"), std::string::npos) << r->Describe();
+  EXPECT_NE(r->Describe().find("1 other rank(s) failed after it"), std::string::npos);
+  EXPECT_NE(r->failure_log_tail.find("No space left on device"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// A record left by an earlier launch is removed before the ranks start: it
+// cannot make this launch blame a rank that only followed.
+TEST(LauncherProcesses, AnEarlierLaunchsFailureRecordIsNotThisOnes) {
+  const std::string dir = MakeTempDir();
+  FailureRecord old;
+  old.rank = 1;
+  old.run_id = "same-id";
+  old.unix_micros = 1;
+  ASSERT_TRUE(WriteFailureRecord(dir, old).ok());
+  LaunchOptions o =
+      ShellOptions(dir, 2, "if [ \"$SKRULL_RANK\" = 0 ]; then exit 5; fi; sleep 0.3; exit 1");
+  o.base_env[env::kRunId] = "same-id";
+  PosixProcessSpawner spawner;
+  auto r = RunNode(o, &spawner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->failure.has_value());
+  EXPECT_EQ(r->failure->rank, 0) << r->Describe();
+  EXPECT_FALSE(r->failure_record.has_value());
+  EXPECT_FALSE(std::filesystem::exists(RankFailurePath(dir, 1)));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LauncherProcesses, ASignalToTheLauncherReachesEveryRank) {
   const std::string dir = MakeTempDir();
   // Each rank records the signal it got, then exits 0: a clean shutdown.

@@ -5,6 +5,13 @@ skrull_test(dist_launcher_test
   DEPS skrull_dist_launcher skrull_dist_testing
   LABELS unit)
 
+# The ranks' failure records and the launcher's choice of the rank to blame
+# (torch-free).
+skrull_test(dist_failure_record_test
+  SOURCES dist_failure_record_test.cc
+  DEPS skrull_dist_launcher
+  LABELS unit)
+
 # The one rank-layout type (torch-free): DP x CP and node x local arithmetic.
 skrull_test(dist_rank_layout_test
   SOURCES dist_rank_layout_test.cc
@@ -85,3 +92,22 @@ skrull_test(dist_gpu_nccl_equivalence_test
   DEPS skrull_dist skrull_dist_testing skrull_safetensors skrull_api
   LABELS gpu
   TIMEOUT 600)
+
+# skrull-trainer (1 rank, and 2 ranks through the launcher) on hostile model
+# folders (tests/tokenizer/hostile.py's cases, read from fuzz/corpus): each an
+# error naming the file, not a signal, under 5 s and 1 GiB; at 2 ranks the
+# launcher names the failing rank and shows its log tail. Then resumes from
+# damaged checkpoints (a bad rng_state_hex, a LoRA checkpoint without its
+# adapter) and a 2-rank resume where rank 1 fails as on a full disk: the
+# launcher must blame rank 1 (tests/trainer/trainer_failures.py).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  add_test(NAME trainer_hostile_test
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/trainer_failures.py hostile
+            --bin ${CMAKE_BINARY_DIR}/bin --corpus ${PROJECT_SOURCE_DIR}/fuzz/corpus)
+  add_test(NAME trainer_resume_failures_test
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/trainer_failures.py resume
+            --bin ${CMAKE_BINARY_DIR}/bin)
+  set_tests_properties(trainer_hostile_test trainer_resume_failures_test
+    PROPERTIES LABELS "integration" TIMEOUT 300)
+endif()

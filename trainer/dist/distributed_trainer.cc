@@ -1,11 +1,30 @@
 #include "trainer/dist/distributed_trainer.h"
 
+#include <iostream>
+
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "trainer/dist/failure_record.h"
 #include "trainer/model/attention.h"
 
 namespace skrull::dist {
+namespace {
+
+// Writes this rank's failure record and returns `status`. Called before the
+// process groups go (when RunDistributedTrainer returns), so a peer that
+// fails because they went records a later time than this rank.
+Status RecordFailure(const std::string& output_dir, const RankEnv& env, Status status) {
+  Status written =
+      WriteFailureRecord(output_dir, MakeFailureRecord(env.layout.rank(), env.run_id, status));
+  if (!written.ok()) {
+    std::cerr << "skrull-trainer: rank " << env.layout.rank()
+              << ": cannot write the failure record: " << written.message() << std::endl;
+  }
+  return status;
+}
+
+}  // namespace
 
 std::string RankCommPath(const std::string& output_dir, int rank) {
   return output_dir + "/ranks/rank-" + std::to_string(rank) + "/comm.json";
@@ -36,9 +55,12 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
                                                     DistributedRunOptions options,
                                                     CommTotals* totals) {
   const RankLayout& layout = env.layout;
+  const std::string output_dir = env.output_dir.empty() ? api::OutputDirOf(job) : env.output_dir;
   const RendezvousOptions ro =
       RendezvousOptionsFor(env, TrainingBackend(job, options.trainer.device));
-  SKRULL_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroups> groups, ProcessGroups::Create(layout, ro));
+  StatusOr<std::unique_ptr<ProcessGroups>> created = ProcessGroups::Create(layout, ro);
+  if (!created.ok()) return RecordFailure(output_dir, env, created.status());
+  std::unique_ptr<ProcessGroups> groups = std::move(created).value();
 
   C10dCollectives collectives(&groups->world(), options.collectives);
   std::shared_ptr<CpAttentionStats> cp_stats;
@@ -53,7 +75,6 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
     cp_stats = backend->SharedStats();
     return std::unique_ptr<train::ContextParallelAttention>(std::move(backend));
   };
-  const std::string output_dir = env.output_dir.empty() ? api::OutputDirOf(job) : env.output_dir;
   if (options.trainer.summary_path.empty()) {
     options.trainer.summary_path = RankSummaryPath(output_dir, layout.rank());
   }
@@ -66,13 +87,12 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
   if (cp_stats) t.cp = *cp_stats;
   t.dp = collectives.TakeStats();
   if (totals != nullptr) *totals = t;
-  if (summary.ok()) {
-    Status s = WriteFileAtomically(RankCommPath(output_dir, layout.rank()), CommTotalsJson(t));
-    if (!s.ok()) return s;
-    // Leave together: a rank that tears its groups down early can fail a
-    // peer's last collective.
-    SKRULL_RETURN_IF_ERROR(collectives.Barrier());
-  }
+  if (!summary.ok()) return RecordFailure(output_dir, env, summary.status());
+  Status s = WriteFileAtomically(RankCommPath(output_dir, layout.rank()), CommTotalsJson(t));
+  // Leave together: a rank that tears its groups down early can fail a
+  // peer's last collective.
+  if (s.ok()) s = collectives.Barrier();
+  if (!s.ok()) return RecordFailure(output_dir, env, s);
   return summary;
 }
 

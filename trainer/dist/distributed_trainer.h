@@ -4,7 +4,9 @@
 //
 // Besides the trainer's summary (RankSummaryPath), every rank writes
 // <outputDir>/ranks/rank-<r>/comm.json with its communication accounting
-// for the run: CP exchange wait, DP all-reduce wait, bytes and padding.
+// for the run: CP exchange wait, DP all-reduce wait, bytes and padding. A rank
+// that fails writes its failure record (failure_record.h) before it tears its
+// process groups down.
 #ifndef SKRULL_TRAINER_DIST_DISTRIBUTED_TRAINER_H_
 #define SKRULL_TRAINER_DIST_DISTRIBUTED_TRAINER_H_
 

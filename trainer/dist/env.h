@@ -40,6 +40,10 @@ inline constexpr char kRunId[] = "SKRULL_RUN_ID";
 // (TrainerOptions::out_of_memory_at_step), so the out-of-memory path (record,
 // exit status 3, the tuner's step-down) is tested on CPU. Unset in real runs.
 inline constexpr char kTestOutOfMemoryAtStep[] = "SKRULL_TEST_OOM_AT_STEP";
+// Test hook: the rank with this number fails to resume from its checkpoint with
+// an I/O error as on a full disk (TrainerOptions::disk_full_on_resume), so the
+// launcher's choice of the rank to blame is tested. Unset in real runs.
+inline constexpr char kTestDiskFullOnResumeRank[] = "SKRULL_TEST_DISK_FULL_ON_RESUME_RANK";
 
 // Standard variables the launcher sets for workers when the user did not.
 inline constexpr char kOmpNumThreads[] = "OMP_NUM_THREADS";

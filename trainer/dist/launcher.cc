@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -112,6 +113,37 @@ extern "C" void SkrullLauncherSignalHandler(int sig) { g_interrupt_signal.store(
 
 double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+int64_t UnixMicrosNow() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Sets result->failure (and failure_record) to the rank that failed first
+// among the failed ones, by their failure records (PickFailedRank).
+void BlameFirstFailure(const LaunchOptions& options, const std::string& run_id,
+                       const std::vector<int64_t>& seen_unix_micros, LaunchResult* result) {
+  std::vector<FailedRank> failed;
+  std::vector<size_t> index;
+  for (size_t i = 0; i < result->ranks.size(); ++i) {
+    const RankOutcome& r = result->ranks[i];
+    if (r.exit.success()) continue;
+    FailedRank f;
+    if (!options.output_dir.empty())
+      f.record = ReadFailureRecord(options.output_dir, r.rank, run_id);
+    f.killed_by_signal = r.exit.signal != 0;
+    f.stopped_by_launcher = r.stopped_by_launcher;
+    f.seen_unix_micros = seen_unix_micros[i];
+    failed.push_back(std::move(f));
+    index.push_back(i);
+  }
+  result->failed_ranks = static_cast<int>(failed.size());
+  if (failed.empty()) return;
+  const size_t pick = PickFailedRank(failed);
+  result->failure = result->ranks[index[pick]];
+  result->failure_record = failed[pick].record;
 }
 
 }  // namespace
@@ -304,8 +336,14 @@ std::string LaunchResult::Describe() const {
   if (failure) {
     const int others = static_cast<int>(ranks.size()) - 1;
     os << "rank " << failure->rank << " (local rank " << failure->local_rank << ", pid "
-       << failure->pid << ") failed with " << failure->exit.Describe() << "; stopped the other "
-       << others << " rank(s) in " << teardown_seconds << " s";
+       << failure->pid << ") failed first, with " << failure->exit.Describe();
+    if (failure_record) {
+      os << " (" << failure_record->status << (failure_record->peer ? ", a collective" : "") << ")";
+    }
+    if (failed_ranks > 1) {
+      os << "; " << failed_ranks - 1 << " other rank(s) failed after it";
+    }
+    os << "; stopped the other " << others << " rank(s) in " << teardown_seconds << " s";
     if (!failure->log_path.empty()) {
       os << "\n--- last lines of " << failure->log_path << " ---\n" << failure_log_tail;
       if (!failure_log_tail.empty() && failure_log_tail.back() != '\n') os << "\n";
@@ -409,6 +447,10 @@ StatusOr<LaunchResult> RunNode(const LaunchOptions& options, ProcessSpawner* spa
       req.env[env::kOmpNumThreads] = std::to_string(omp_threads);
     }
     req.log_path = options.output_dir.empty() ? "" : RankLogPath(options.output_dir, rank);
+    if (!options.output_dir.empty()) {
+      std::error_code ignored;  // an earlier launch's record must not be read as this one's
+      std::filesystem::remove(RankFailurePath(options.output_dir, rank), ignored);
+    }
     req.truncate_log = true;  // a failure's log tail is this launch's, never an earlier one's
     if (options.echo_output) req.echo_prefix = "[rank " + std::to_string(rank) + "] ";
     auto pid = spawner->Spawn(req);
@@ -427,6 +469,8 @@ StatusOr<LaunchResult> RunNode(const LaunchOptions& options, ProcessSpawner* spa
   }
 
   std::vector<bool> done(result.ranks.size(), false);
+  std::vector<int64_t> seen_unix_micros(result.ranks.size(), 0);
+  bool failure_seen = false;
   size_t remaining = result.ranks.size();
   std::optional<std::chrono::steady_clock::time_point> teardown_start;
   std::optional<std::chrono::steady_clock::time_point> kill_deadline;
@@ -454,9 +498,10 @@ StatusOr<LaunchResult> RunNode(const LaunchOptions& options, ProcessSpawner* spa
         done[i] = true;
         --remaining;
         result.ranks[i].exit = *exit;
-        if (!exit->success() && !result.failure && !result.ranks[i].stopped_by_launcher &&
+        seen_unix_micros[i] = UnixMicrosNow();
+        if (!exit->success() && !failure_seen && !result.ranks[i].stopped_by_launcher &&
             result.interrupted_by_signal == 0) {
-          result.failure = result.ranks[i];
+          failure_seen = true;
           teardown_start = std::chrono::steady_clock::now();
           kill_deadline = *teardown_start + options.kill_grace;
           signal_running(SIGTERM);
@@ -472,13 +517,8 @@ StatusOr<LaunchResult> RunNode(const LaunchOptions& options, ProcessSpawner* spa
   result.wall_seconds = SecondsSince(start);
   result.ok = !result.failure && result.interrupted_by_signal == 0;
   for (const auto& r : result.ranks) result.ok = result.ok && r.exit.success();
-  if (!result.ok && !result.failure && result.interrupted_by_signal == 0) {
-    for (const auto& r : result.ranks) {
-      if (!r.exit.success()) {
-        result.failure = r;
-        break;
-      }
-    }
+  if (!result.ok && result.interrupted_by_signal == 0) {
+    BlameFirstFailure(options, run_id, seen_unix_micros, &result);
   }
   if (result.failure) {
     result.failure_log_tail = TailOfFile(result.failure->log_path, options.log_tail_lines);

@@ -8,9 +8,12 @@
 //    the job, the master address is given;
 //  * forwards SIGINT/SIGTERM/SIGHUP to the ranks;
 //  * fails fast: when a rank dies, the others get SIGTERM, then SIGKILL after
-//    kill_grace; the failure names the rank, its exit code or signal, and the
-//    tail of its log (<outputDir>/logs/rank-<r>.log, which holds this
-//    launch's output only: it starts empty);
+//    kill_grace; the failure names the rank that failed first, its exit code
+//    or signal, and the tail of its log (<outputDir>/logs/rank-<r>.log, which
+//    holds this launch's output only: it starts empty). "First" is decided
+//    from the ranks' failure records (failure_record.h), not from the order
+//    the exits were seen: a peer that died of the failed rank's absence is
+//    never blamed;
 //  * aggregates the ranks' summaries (RankSummaryPath) into
 //    <outputDir>/summary.json (summary.node<k>.json on nodes other than 0).
 //
@@ -27,6 +30,7 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
+#include "trainer/dist/failure_record.h"
 #include "trainer/dist/process_spawner.h"
 #include "trainer/dist/rank_layout.h"
 
@@ -130,8 +134,11 @@ struct RankOutcome {
 struct LaunchResult {
   bool ok = false;
   std::vector<RankOutcome> ranks;  // by local rank
-  // The first rank that ended unsuccessfully on its own.
+  // The rank that failed first (PickFailedRank over the failed ranks) and
+  // its failure record when it wrote one.
   std::optional<RankOutcome> failure;
+  std::optional<FailureRecord> failure_record;
+  int failed_ranks = 0;  // ranks that ended unsuccessfully, the blamed one included
   std::string failure_log_tail;
   int interrupted_by_signal = 0;  // the signal the launcher forwarded, 0 if none
   double wall_seconds = 0;

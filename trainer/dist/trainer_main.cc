@@ -188,6 +188,9 @@ int TrainerMain(int argc, char** argv, char** envp) {
   }
 
   const RankEnv& renv = **rank_env;
+  StatusOr<int> disk_full_rank = ParseIntVar(env, env::kTestDiskFullOnResumeRank, 0, -1);
+  if (!disk_full_rank.ok()) return Fail(disk_full_rank.status());
+  options.disk_full_on_resume = *disk_full_rank == renv.layout.rank();
   // The launcher forwards SIGINT/SIGTERM: stop after the current step with a
   // checkpoint, on every rank together (the trainer agrees on it collectively).
   options.stop_signal = InstallForwardingSignalHandlers();

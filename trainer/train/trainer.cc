@@ -4,9 +4,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -470,6 +472,10 @@ Status Run::Resume() {
              "; starting fresh");
     }
     return OkStatus();
+  }
+  if (options_.disk_full_on_resume) {
+    return IoError("resuming from " + *dir + ": " + std::strerror(ENOSPC) +
+                   " (injected by the test hook SKRULL_TEST_DISK_FULL_ON_RESUME_RANK)");
   }
   SKRULL_ASSIGN_OR_RETURN(TrainerState saved, ReadTrainerState(*dir));
   if (job_.model.lora.has_value()) {

@@ -94,6 +94,10 @@ struct TrainerOptions {
   // N's micro-batches throw c10::OutOfMemoryError as a CUDA allocation that
   // does not fit would. -1 = never.
   int64_t out_of_memory_at_step = -1;
+  // Test hook (skrull-trainer sets it on the rank SKRULL_TEST_DISK_FULL_ON_RESUME_RANK
+  // names): resuming from a checkpoint fails with an I/O error as a full disk
+  // would, after the ranks agreed on the checkpoint. Tests the launcher's blame.
+  bool disk_full_on_resume = false;
 };
 
 // Trains the rank `layout` places in `job`: the process's rank, its DP and CP
