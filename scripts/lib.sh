@@ -42,14 +42,31 @@ skrull_install_deps() {
   "${sudo[@]}" apt-get install -y -q "${missing[@]}"
 }
 
-# skrull_build [extra cmake args...]
-skrull_build() {
-  local jobs
-  jobs="$(nproc 2>/dev/null || echo 2)"
+# The one build configuration of build/, shared by every script: the same
+# options give the same compile lines, so scripts/quickstart.sh and
+# scripts/test.sh reuse each other's objects in either order (-Werror, tests
+# or benchmarks toggled would recompile every object).
+SKRULL_CMAKE_ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  -DSKRULL_WERROR=ON -DSKRULL_BUILD_TESTS=ON -DSKRULL_BUILD_BENCHMARKS=ON)
+
+# The binaries the quickstart jobs run (scripts/quickstart.sh): about a third
+# of the objects of the whole build.
+SKRULL_QUICKSTART_TARGETS=(skrull-trainer skrull-make-data skrull-job)
+
+skrull_configure() {
   log "configuring $SKRULL_BUILD"
-  cmake -S "$SKRULL_ROOT" -B "$SKRULL_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-  log "building with $jobs jobs (progress below)"
-  cmake --build "$SKRULL_BUILD" -j "$jobs"
+  cmake -S "$SKRULL_ROOT" -B "$SKRULL_BUILD" "${SKRULL_CMAKE_ARGS[@]}" >/dev/null
+}
+
+# skrull_build [target...]: configure, then build the targets named (all when
+# none is).
+skrull_build() {
+  local jobs targets=()
+  jobs="$(nproc 2>/dev/null || echo 2)"
+  skrull_configure
+  [ $# -gt 0 ] && targets=(--target "$@")
+  log "building ${*:-everything} with $jobs jobs (progress below)"
+  cmake --build "$SKRULL_BUILD" -j "$jobs" "${targets[@]}"
 }
 
 # The data of examples/quickstart-sft.yaml in folder $1 (made once): chat

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Command 1 of the quick start: install what is missing, build, make the
+# Command 1 of the quick start: install what is missing, build the binaries it
+# runs (scripts/test.sh builds the rest with the same flags), make the
 # quickstart data set if it is not there, and run the main job
 # (examples/quickstart.yaml) locally with skrull-trainer. Idempotent.
 #   scripts/quickstart.sh [path/to/job.yaml]
@@ -9,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SKRULL_ROOT"
 
 skrull_install_deps
-skrull_build
+skrull_build "${SKRULL_QUICKSTART_TARGETS[@]}"
 
 JOB="${1:-examples/quickstart.yaml}"
 DATA="examples/data/quickstart.jsonl"
