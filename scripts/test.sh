@@ -7,7 +7,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SKRULL_ROOT"
 
-skrull_install_deps
+skrull_install_deps --tests
 
 log "checking formatting (clang-format, .clang-format)"
 mapfile -t sources < <(git ls-files -co --exclude-standard -- '*.h' '*.cc' | grep -v '^third_party/' || true)
