@@ -88,12 +88,16 @@ def train(args):
     grad_accum = max(1, round(args.global_tokens / (world * args.bucket)))
     total_tokens = sum(len(r["input_ids"]) for r in records)
     est_steps = max(1, math.ceil(total_tokens / (world * grad_accum * args.bucket)))
+    # skrull's warmup W runs at lr x (s + 1) / W at step s, so it reaches the
+    # peak at step W - 1; transformers' runs at lr x s / W and reaches it at
+    # step W: warmup W - 1 here gives both the same peak step (the driver's
+    # W is a tenth of the steps, as here).
     config = trl.SFTConfig(
         output_dir=args.out, use_cpu=True, ddp_backend="gloo", seed=args.seed, data_seed=args.seed,
         packing=True, packing_strategy="bfd", padding_free=True, max_length=args.bucket,
         per_device_train_batch_size=1, gradient_accumulation_steps=grad_accum, num_train_epochs=1,
         learning_rate=args.lr, lr_scheduler_type="cosine_with_min_lr",
-        lr_scheduler_kwargs={"min_lr_rate": args.min_lr_ratio}, warmup_steps=max(1, est_steps // 10),
+        lr_scheduler_kwargs={"min_lr_rate": args.min_lr_ratio}, warmup_steps=max(0, est_steps // 10 - 1),
         adam_beta2=args.adam_beta2, weight_decay=0.0, max_grad_norm=1.0, bf16=False,
         logging_steps=1, save_strategy="no", report_to="none", dataloader_num_workers=0,
         include_num_input_tokens_seen=True, disable_tqdm=True)
