@@ -10,8 +10,8 @@
 ARG DEBIAN_IMAGE=debian:12
 
 FROM ${DEBIAN_IMAGE} AS build
-# The same packages scripts/test.sh installs, from the same list (scripts/lib.sh),
-# plus ccache.
+# The build packages scripts/quickstart.sh and scripts/test.sh install, from the
+# same list (scripts/lib.sh), plus ccache.
 COPY scripts/lib.sh /src/scripts/lib.sh
 RUN bash -c 'source /src/scripts/lib.sh && skrull_install_deps' \
  && apt-get install -y --no-install-recommends ccache \

