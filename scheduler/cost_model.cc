@@ -11,10 +11,26 @@ namespace {
 // Forward + backward = 3 forwards (backward computes input and weight grads).
 constexpr double kTrainingPasses = 3.0;
 constexpr double kBf16Bytes = 2.0;
-// The trainer reduces float32 gradients (optimizer.h: ReducibleGradients).
-constexpr double kReducedGradientBytes = 4.0;
-
 }  // namespace
+
+const char* GradReduceDtypeName(GradReduceDtype dtype) {
+  return dtype == GradReduceDtype::kBf16 ? "bf16" : "fp32";
+}
+
+bool ParseGradReduceDtype(const std::string& text, GradReduceDtype* dtype) {
+  if (text == "fp32") {
+    *dtype = GradReduceDtype::kFp32;
+  } else if (text == "bf16") {
+    *dtype = GradReduceDtype::kBf16;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+double GradReduceBytesPerElement(GradReduceDtype dtype) {
+  return dtype == GradReduceDtype::kBf16 ? 2.0 : 4.0;
+}
 
 CostModel::CostModel(ModelConfig model, CostModelOptions options)
     : model_(std::move(model)), options_(options) {
@@ -55,8 +71,9 @@ double CostModel::KvBytesPerLayer(int64_t tokens) const {
   return 2.0 * static_cast<double>(tokens) * static_cast<double>(model_.KvDim()) * kBf16Bytes;
 }
 
-double CostModel::GradientBytes() const {
-  return static_cast<double>(StaticMemoryBreakdown().trainable_parameters) * kReducedGradientBytes;
+double CostModel::GradientBytes(GradReduceDtype dtype) const {
+  return static_cast<double>(StaticMemoryBreakdown().trainable_parameters) *
+         GradReduceBytesPerElement(dtype);
 }
 
 StaticMemory CostModel::StaticMemoryBreakdown() const {

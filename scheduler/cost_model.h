@@ -21,11 +21,24 @@
 #define SKRULL_SCHEDULER_COST_MODEL_H_
 
 #include <cstdint>
+#include <string>
 
 #include "scheduler/memory_model.h"
 #include "scheduler/model_config.h"
 
 namespace skrull::scheduler {
+
+// Element type gradients are reduced in across ranks (the DP all-reduce or
+// the ZeRO reduce-scatter payload): the trainer's spec.training.gradReduceDtype.
+// The reduced shard is accumulated in float32 either way; only the bytes on
+// the wire change.
+enum class GradReduceDtype { kFp32, kBf16 };
+// "fp32" / "bf16".
+const char* GradReduceDtypeName(GradReduceDtype dtype);
+// Parses "fp32" or "bf16"; false (and *dtype untouched) otherwise.
+bool ParseGradReduceDtype(const std::string& text, GradReduceDtype* dtype);
+// 4 or 2.
+double GradReduceBytesPerElement(GradReduceDtype dtype);
 
 struct CostModelOptions {
   // Full activation recompute (checkpoint every layer's input): adds one
@@ -86,9 +99,9 @@ class CostModel {
   // CP all-gather of a distributed sequence moves.
   double KvBytesPerLayer(int64_t tokens) const;
   // Gradient bytes reduced once per step: the trainable parameters (the
-  // adapters under LoRA) in float32, which the trainer reduces
-  // (trainer/train/optimizer.h, ReducibleGradients).
-  double GradientBytes() const;
+  // adapters under LoRA) in `dtype`; float32 is what the trainer reduces by
+  // default (trainer/train/optimizer.h, ReducibleGradients).
+  double GradientBytes(GradReduceDtype dtype = GradReduceDtype::kFp32) const;
 
   // Weights, gradients and optimizer state on one rank, by kind.
   StaticMemory StaticMemoryBreakdown() const;

@@ -177,18 +177,21 @@ double GradientSync::MicroBatchSeconds(double micro_batch_seconds) const {
 }
 
 GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size,
-                              int zero_stage) {
+                              const GradientSyncOptions& options) {
+  const int zero_stage = options.zero_stage;
   SKRULL_CHECK(zero_stage >= 0 && zero_stage <= kMaxPricedZeroStage) << "zero_stage=" << zero_stage;
   GradientSync sync;
   sync.zero_stage = zero_stage;
-  const CollectiveOp reduce =
-      zero_stage == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
-  const double bytes = cost.GradientBytes();
+  const bool all_reduce = zero_stage == 0 || (zero_stage == 2 && options.stage2_all_reduce);
+  const CollectiveOp reduce = all_reduce ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
+  const double bytes = cost.GradientBytes(options.dtype);
   sync.reduce_seconds = hw.CollectiveSeconds(reduce, bytes, world_size);
-  sync.last_bucket_seconds =
-      hw.CollectiveSeconds(reduce, std::min(bytes, kGradientBucketBytes), world_size);
-  // Backward costs about twice the forward; recomputation adds a forward.
-  sync.backward_fraction = cost.options().recompute ? 3.0 / 4.0 : 2.0 / 3.0;
+  if (options.overlap_with_backward) {
+    sync.last_bucket_seconds =
+        hw.CollectiveSeconds(reduce, std::min(bytes, kGradientBucketBytes), world_size);
+    // Backward costs about twice the forward; recomputation adds a forward.
+    sync.backward_fraction = cost.options().recompute ? 3.0 / 4.0 : 2.0 / 3.0;
+  }
   if (zero_stage > 0) {
     const double parameter_bytes = static_cast<double>(cost.model().NumParameters()) *
                                    BytesPerParameter(cost.options().precision).weights;
@@ -196,6 +199,13 @@ GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, 
         hw.CollectiveSeconds(CollectiveOp::kAllGather, parameter_bytes, world_size);
   }
   return sync;
+}
+
+GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size,
+                              int zero_stage) {
+  GradientSyncOptions options;
+  options.zero_stage = zero_stage;
+  return MakeGradientSync(cost, hw, world_size, options);
 }
 
 }  // namespace skrull::scheduler

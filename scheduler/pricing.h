@@ -121,15 +121,35 @@ inline constexpr double kGradientBucketBytes = 25 << 20;
 // ZeRO stages the simulator prices (see the header comment).
 inline constexpr int kMaxPricedZeroStage = 2;
 
+// How a step's gradients are synchronised (see the header comment).
+struct GradientSyncOptions {
+  int zero_stage = 0;  // 0..kMaxPricedZeroStage
+  // The element type on the wire (spec.training.gradReduceDtype).
+  GradReduceDtype dtype = GradReduceDtype::kFp32;
+  // Stage 2: each micro-batch's reduction is an all-reduce of every bucket
+  // over the world, each rank keeping its slice (DeepSpeed v0.16.4's default
+  // use_multi_rank_bucket_allreduce, deepspeed/runtime/zero/stage_1_and_2.py
+  // lines 119 and 1127-1137), instead of a reduce-scatter.
+  bool stage2_all_reduce = false;
+  // false: the reduction runs on the compute stream and hides behind no
+  // backward (DeepSpeed's overlap_comm, which defaults to false below stage 3:
+  // deepspeed/runtime/zero/config.py lines 134 and 351-354; average_tensor
+  // uses the current stream then, stage_1_and_2.py lines 1051-1058).
+  bool overlap_with_backward = true;
+};
+
 // The gradient synchronisation's share of an iteration (see the header
 // comment).
 struct GradientSync {
   int zero_stage = 0;
   // The whole gradient reduced once over the world: an all-reduce at stage
-  // 0, a reduce-scatter at stages 1 and 2 (where it runs once per micro-batch).
+  // 0, a reduce-scatter at stages 1 and 2 (where it runs once per
+  // micro-batch; an all-reduce under stage2_all_reduce), in options.dtype.
   double reduce_seconds = 0;
   double last_bucket_seconds = 0;  // the bucket launched after a backward ends
-  double backward_fraction = 0;    // of a micro-batch's time: backward (+ recompute)
+  // Of a micro-batch's time: backward (+ recompute); 0 when the reduction
+  // does not overlap the backward.
+  double backward_fraction = 0;
   // Stages 1 and 2: all-gather of the updated parameters after the step.
   double parameter_all_gather_seconds = 0;
   // Stages 0 and 1: one DP rank's iteration when its micro-batches take
@@ -138,10 +158,13 @@ struct GradientSync {
   // is the maximum of this over DP ranks.
   double RankSeconds(double rank_seconds, double last_micro_batch_seconds) const;
   // Stage 2: one micro-batch of `micro_batch_seconds` with its own gradient
-  // reduce-scatter (0 seconds: a padding micro-batch, the collective alone).
+  // reduction (0 seconds: a padding micro-batch, the collective alone).
   double MicroBatchSeconds(double micro_batch_seconds) const;
 };
-// REQUIRES: 0 <= zero_stage <= kMaxPricedZeroStage.
+// REQUIRES: 0 <= options.zero_stage <= kMaxPricedZeroStage.
+GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size,
+                              const GradientSyncOptions& options);
+// The defaults of GradientSyncOptions at `zero_stage` (fp32, overlapped).
 GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size,
                               int zero_stage = 0);
 

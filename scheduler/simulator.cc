@@ -44,8 +44,16 @@ double BestEfficiencyUpTo(const std::vector<std::pair<int64_t, double>>& table, 
 
 IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
                            int zero_stage) {
+  GradientSyncOptions options;
+  options.zero_stage = zero_stage;
+  return SimulatePlan(plan, cost, hw, options);
+}
+
+IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
+                           const GradientSyncOptions& sync_options) {
   IterationTime it;
-  const GradientSync sync = MakeGradientSync(cost, hw, plan.topology.WorldSize(), zero_stage);
+  const int zero_stage = sync_options.zero_stage;
+  const GradientSync sync = MakeGradientSync(cost, hw, plan.topology.WorldSize(), sync_options);
   double slowest = -1, slowest_comm = 0, slowest_compute = 0;
   std::vector<std::vector<double>> micro_batch_seconds;
   for (const DpRankPlan& rank : plan.ranks) {
@@ -170,8 +178,10 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
         return plan.status().WithContext(std::string("policy ") + PolicyName(policies[p]) +
                                          ", step " + std::to_string(step));
       }
-      const IterationTime time =
-          SimulatePlan(*plan, cost, hw, PricingZeroStage(policies[p], options.zero_stage));
+      GradientSyncOptions sync;
+      sync.zero_stage = PricingZeroStage(policies[p], options.zero_stage);
+      sync.dtype = options.grad_reduce_dtype;
+      const IterationTime time = SimulatePlan(*plan, cost, hw, sync);
       Totals& t = totals[p];
       t.seconds += time.seconds;
       t.tokens += batch_tokens;

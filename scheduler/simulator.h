@@ -39,7 +39,11 @@ struct IterationTime {
   double exposed_all_reduce_seconds = 0;
 };
 
-// Prices one plan at a ZeRO stage (0, 1 or 2; CHECKed).
+// Prices one plan with a gradient synchronisation (pricing.h; its stage 0,
+// 1 or 2 CHECKed).
+IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
+                           const GradientSyncOptions& sync);
+// The same at a ZeRO stage with fp32 gradients overlapped with backward.
 IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
                            int zero_stage = 0);
 
@@ -81,6 +85,9 @@ struct SimulationOptions {
   int zero_stage = 0;
   // deepspeed's sequences per micro-batch (ScheduleOptions::micro_batch_size).
   int micro_batch_size = 1;
+  // Element type of the gradient reduction, every policy
+  // (spec.training.gradReduceDtype; GradientSyncOptions::dtype).
+  GradReduceDtype grad_reduce_dtype = GradReduceDtype::kFp32;
 };
 
 struct SimulationReport {
