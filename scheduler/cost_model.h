@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "scheduler/memory_model.h"
 #include "scheduler/model_config.h"
@@ -95,6 +96,24 @@ class CostModel {
   double AttentionFlops(int64_t length) const;  // causal, all layers
   double HardwareFlopsFactor() const { return options_.recompute ? 4.0 / 3.0 : 1.0; }
 
+  // One dense GEMM of a forward pass: [tokens x k] x [k x n], `count` times
+  // (per layer x layers, or once for the LM head).
+  struct GemmShape {
+    int64_t k = 0, n = 0;
+    double count = 0;
+  };
+  // The forward's GEMMs: fused Q/K/V, O, fused gate/up, down, LM head. Their
+  // FLOPs per token, x 3 for training, sum to LinearFlopsPerToken().
+  const std::vector<GemmShape>& GemmShapes() const { return gemm_shapes_; }
+  // Device-memory bytes per token that the element-wise work moves, forward
+  // + backward (no recompute): RMSNorm, RoPE, residual adds, SwiGLU's
+  // activation, and the loss over the vocabulary (float32 logits, softmax
+  // and its gradient), counted from an eager implementation (cost_model.cc).
+  double NonGemmBytesPerToken() const { return non_gemm_bytes_per_token_; }
+  // Device-memory bytes one rank's AdamW step moves (parameters, gradients,
+  // two moments; sharded over dp_for_sharding from ZeRO stage 1).
+  double OptimizerStepBytes() const;
+
   // Bytes of K and V for `tokens` tokens in one layer (bf16), the payload a
   // CP all-gather of a distributed sequence moves.
   double KvBytesPerLayer(int64_t tokens) const;
@@ -123,6 +142,8 @@ class CostModel {
   CostModelOptions options_;
   double linear_flops_per_token_ = 0;      // cached: fwd+bwd
   double attention_flops_per_token2_ = 0;  // cached: fwd+bwd FLOPs per S^2
+  std::vector<GemmShape> gemm_shapes_;
+  double non_gemm_bytes_per_token_ = 0;
 };
 
 }  // namespace skrull::scheduler

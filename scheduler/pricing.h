@@ -11,8 +11,15 @@
 //   local_j = dense GEMMs of rank j's local tokens + causal attention of its
 //             local sequences + kernel launches
 //   dist_j  = dense GEMMs of rank j's shards + attention of the shards
-// GEMM efficiency is read at the rank's total tokens in the micro-batch,
-// attention efficiency at each sequence's (shard's) query length. A
+// The dense work of a rank is priced at its total tokens T in the
+// micro-batch and shared between local tokens and shards by token count:
+// every GEMM of CostModel::GemmShapes() with m = T (HardwareProfile::
+// GemmSeconds: efficiency by m, tile quantization by (m, n), the roofline
+// floor by (m, k, n)), plus the element-wise and loss bytes per token at HBM
+// bandwidth; with a profile that prices no GEMM shape, the linear FLOPs at
+// gemm_efficiency(T). Attention efficiency is read at each sequence's
+// (shard's) query length. Eager execution: a rank's micro-batch takes at
+// least its kernels x cpu_seconds_per_kernel (the host dispatching them). A
 // micro-batch takes its slowest CP rank; a DP rank sums its micro-batches
 // (empty padding micro-batches cost nothing).
 //
@@ -95,8 +102,13 @@ class MicroBatchPricer {
   std::vector<int64_t> lengths_;
   int cp_;
   const HardwareProfile& hw_;
+  // Dense seconds of a rank holding `tokens` tokens (header comment).
+  double DenseSeconds(int64_t tokens) const;
+
+  const CostModel& cost_;
   double layers_ = 0, kv_bytes_per_token_ = 0, gathers_ = 0;
   double linear_flops_per_token_ = 0, launch_seconds_ = 0;
+  double gemm_passes_ = 0, non_gemm_bytes_per_token_ = 0, cpu_floor_seconds_ = 0;
   std::vector<double> local_attention_seconds_, attention_flops_;
   std::vector<double> all_shard_attention_seconds_;  // sharded over all cp ranks
   // Group sizes: 2, 4, ... below cp, then cp. Group slot of (first, size):
@@ -152,6 +164,9 @@ struct GradientSync {
   double backward_fraction = 0;
   // Stages 1 and 2: all-gather of the updated parameters after the step.
   double parameter_all_gather_seconds = 0;
+  // Per-step fixed cost: the optimizer step's memory traffic
+  // (CostModel::OptimizerStepBytes at memory_bytes_per_second).
+  double optimizer_step_seconds = 0;
   // Stages 0 and 1: one DP rank's iteration when its micro-batches take
   // `rank_seconds` in all and the one it runs last takes
   // `last_micro_batch_seconds`, before the parameter all-gather. An iteration

@@ -82,7 +82,7 @@ IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const Hardwa
     it.dp_rank_seconds.push_back(seconds);
   }
   if (zero_stage == 2) it.seconds = PerMicroBatchSyncSeconds(micro_batch_seconds, sync);
-  it.seconds += sync.parameter_all_gather_seconds;
+  it.seconds += sync.parameter_all_gather_seconds + sync.optimizer_step_seconds;
   it.all_reduce_seconds = sync.reduce_seconds;
   it.exposed_all_reduce_seconds = it.seconds - std::max(0.0, slowest);
   it.comm_seconds = slowest_comm + it.exposed_all_reduce_seconds;
