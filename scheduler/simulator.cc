@@ -95,14 +95,19 @@ double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topolog
                               const HardwareProfile& hw) {
   const double hw_factor = cost.HardwareFlopsFactor();
   const double linear_per_token = cost.LinearFlopsPerToken() * hw_factor;
+  // Element-wise and loss bytes: every plan moves them for every token.
+  const double memory_per_token = hw.MemorySeconds(cost.NonGemmBytesPerToken() * hw_factor);
   double seconds = 0;
   for (int64_t s : lengths) {
     const double gemm = BestEfficiencyUpTo(hw.gemm_efficiency, bucket_size_tokens);
     const double attention = BestEfficiencyUpTo(hw.attention_efficiency, s);
     seconds += linear_per_token * static_cast<double>(s) / (hw.peak_flops_per_second * gemm) +
-               cost.AttentionFlops(s) * hw_factor / (hw.peak_flops_per_second * attention);
+               cost.AttentionFlops(s) * hw_factor / (hw.peak_flops_per_second * attention) +
+               memory_per_token * static_cast<double>(s);
   }
-  return seconds / static_cast<double>(topology.WorldSize());
+  // The optimizer step follows every iteration (pricing.h, GradientSync).
+  return seconds / static_cast<double>(topology.WorldSize()) +
+         hw.MemorySeconds(cost.OptimizerStepBytes());
 }
 
 StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,

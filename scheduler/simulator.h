@@ -51,8 +51,10 @@ IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const Hardwa
 // work at the profile's best efficiency for its size (its dense layers at
 // the best GEMM efficiency up to BucketSize rows, the most a rank's kernel
 // holds; its attention at the best up to its whole length), perfectly
-// balanced over all dp x cp GPUs, no communication, no launches. Never above
-// the time SimulatePlan gives any valid plan of this batch.
+// balanced over all dp x cp GPUs, no communication, no launches; plus the
+// element-wise and loss bytes of every token and the optimizer step, which
+// every plan pays (zero without a memory bandwidth). Never above the time
+// SimulatePlan gives any valid plan of this batch.
 double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
                               int64_t bucket_size_tokens, const CostModel& cost,
                               const HardwareProfile& hw);

@@ -86,6 +86,30 @@ TEST(CostTerms, TheOptimizerStepIsPricedOncePerStepAndShardedFromStageOne) {
   EXPECT_EQ(MakeGradientSync(replicated, UnitProfile(), 4).optimizer_step_seconds, 0);
 }
 
+TEST(CostTerms, TheTightBoundCountsTheMemoryTrafficEveryPlanPays) {
+  const CostModel cost(Preset("tiny"));
+  HardwareProfile hw = UnitProfile();
+  const std::vector<int64_t> lengths = {100, 900, 3000};
+  const Topology topology{2, 2};
+  const double without = TightLowerBoundSeconds(lengths, topology, 4096, cost, hw);
+  hw.memory_bytes_per_second = 1e10;
+  const double with = TightLowerBoundSeconds(lengths, topology, 4096, cost, hw);
+  EXPECT_DOUBLE_EQ(with - without, cost.NonGemmBytesPerToken() * 4000 / 1e10 / 4 +
+                                       cost.OptimizerStepBytes() / 1e10);
+  // Still below what a plan costs under the same profile.
+  std::vector<int64_t> dataset = lengths;
+  SimulationOptions o;
+  o.topology = topology;
+  o.bucket_size_tokens = 4096;
+  o.batch_size = 2;
+  o.steps = 3;
+  auto report = Simulate(dataset, o, cost, hw);
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const auto& [name, stats] : report->policies) {
+    EXPECT_LE(report->tight_bound_seconds, stats.mean_iteration_seconds) << name;
+  }
+}
+
 TEST(CostTerms, H100ProfilesCarryTheFlashAttentionCurvesOfTheirKernel) {
   const HardwareProfile fa2 = H100Profile(AttentionKernel::kFa2);
   const HardwareProfile fa3 = H100Profile(AttentionKernel::kFa3);
