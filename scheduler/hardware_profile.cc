@@ -236,17 +236,9 @@ StatusOr<HardwareProfile> ParseHardwareProfileJson(const std::string& text,
   p.gemm_efficiency = ReadTable(f, "gemm_efficiency", &errors);
   p.attention_efficiency = ReadTable(f, "attention_efficiency", &errors);
   for (CollectiveOp op : kOps) {
-    const char* key = CollectiveOpName(op);
+    const std::string key = CollectiveOpName(op);
     const json* object = errors.Take(f.RequiredObject(key));
-    if (object == nullptr) continue;
-    const JsonFields cf = f.Nested(key, *object);
-    HardwareProfile::Collective c;
-    c.latency_seconds = errors.Take(cf.RequiredDouble("latency_seconds", 0));
-    c.bandwidth_bytes_per_second = errors.Take(cf.RequiredDouble("bandwidth_bytes_per_second", 0));
-    if (object->contains("bandwidth_bytes_per_second") && c.bandwidth_bytes_per_second == 0) {
-      errors.Add(std::string(key) + ".bandwidth_bytes_per_second", "must be > 0");
-    }
-    MutableCollective(p, op) = c;
+    if (object != nullptr) MutableCollective(p, op) = ReadCollective(f, key, *object, &errors);
   }
   p.kernel_launch_seconds = errors.Take(f.RequiredDouble("kernel_launch_seconds", 0));
   p.device_memory_bytes = errors.Take(f.OptionalDouble("device_memory_bytes", 0, 0));
@@ -263,9 +255,7 @@ std::string ToJson(const HardwareProfile& p) {
   j["gemm_efficiency"] = TableToJson(p.gemm_efficiency);
   j["attention_efficiency"] = TableToJson(p.attention_efficiency);
   for (CollectiveOp op : kOps) {
-    const auto& c = p.collective(op);
-    j[CollectiveOpName(op)] = {{"latency_seconds", c.latency_seconds},
-                               {"bandwidth_bytes_per_second", c.bandwidth_bytes_per_second}};
+    j[CollectiveOpName(op)] = CollectiveToJson(p.collective(op));
   }
   j["kernel_launch_seconds"] = p.kernel_launch_seconds;
   if (p.device_memory_bytes > 0) j["device_memory_bytes"] = p.device_memory_bytes;
