@@ -21,11 +21,25 @@
 #define SKRULL_SCHEDULER_COST_MODEL_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "scheduler/memory_model.h"
 #include "scheduler/model_config.h"
 
 namespace skrull::scheduler {
+
+// Element type gradients are reduced in across ranks (the DP all-reduce or
+// the ZeRO reduce-scatter payload): the trainer's spec.training.gradReduceDtype.
+// The reduced shard is accumulated in float32 either way; only the bytes on
+// the wire change.
+enum class GradReduceDtype { kFp32, kBf16 };
+// "fp32" / "bf16".
+const char* GradReduceDtypeName(GradReduceDtype dtype);
+// Parses "fp32" or "bf16"; false (and *dtype untouched) otherwise.
+bool ParseGradReduceDtype(const std::string& text, GradReduceDtype* dtype);
+// 4 or 2.
+double GradReduceBytesPerElement(GradReduceDtype dtype);
 
 struct CostModelOptions {
   // Full activation recompute (checkpoint every layer's input): adds one
@@ -82,13 +96,31 @@ class CostModel {
   double AttentionFlops(int64_t length) const;  // causal, all layers
   double HardwareFlopsFactor() const { return options_.recompute ? 4.0 / 3.0 : 1.0; }
 
+  // One dense GEMM of a forward pass: [tokens x k] x [k x n], `count` times
+  // (per layer x layers, or once for the LM head).
+  struct GemmShape {
+    int64_t k = 0, n = 0;
+    double count = 0;
+  };
+  // The forward's GEMMs: fused Q/K/V, O, fused gate/up, down, LM head. Their
+  // FLOPs per token, x 3 for training, sum to LinearFlopsPerToken().
+  const std::vector<GemmShape>& GemmShapes() const { return gemm_shapes_; }
+  // Device-memory bytes per token that the element-wise work moves, forward
+  // + backward (no recompute): RMSNorm, RoPE, residual adds, SwiGLU's
+  // activation, and the loss over the vocabulary (float32 logits, softmax
+  // and its gradient), counted from an eager implementation (cost_model.cc).
+  double NonGemmBytesPerToken() const { return non_gemm_bytes_per_token_; }
+  // Device-memory bytes one rank's AdamW step moves (parameters, gradients,
+  // two moments; sharded over dp_for_sharding from ZeRO stage 1).
+  double OptimizerStepBytes() const;
+
   // Bytes of K and V for `tokens` tokens in one layer (bf16), the payload a
   // CP all-gather of a distributed sequence moves.
   double KvBytesPerLayer(int64_t tokens) const;
   // Gradient bytes reduced once per step: the trainable parameters (the
-  // adapters under LoRA) in float32, which the trainer reduces
-  // (trainer/train/optimizer.h, ReducibleGradients).
-  double GradientBytes() const;
+  // adapters under LoRA) in `dtype`; float32 is what the trainer reduces by
+  // default (trainer/train/optimizer.h, ReducibleGradients).
+  double GradientBytes(GradReduceDtype dtype = GradReduceDtype::kFp32) const;
 
   // Weights, gradients and optimizer state on one rank, by kind.
   StaticMemory StaticMemoryBreakdown() const;
@@ -110,6 +142,8 @@ class CostModel {
   CostModelOptions options_;
   double linear_flops_per_token_ = 0;      // cached: fwd+bwd
   double attention_flops_per_token2_ = 0;  // cached: fwd+bwd FLOPs per S^2
+  std::vector<GemmShape> gemm_shapes_;
+  double non_gemm_bytes_per_token_ = 0;
 };
 
 }  // namespace skrull::scheduler

@@ -1,5 +1,7 @@
 #include "scheduler/hardware_profile.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "common/json_fields.h"
@@ -47,6 +49,18 @@ Table ReadTable(const JsonFields& f, const char* key, FieldErrors* errors) {
   return table;
 }
 
+HardwareProfile::Collective& IntraCollective(HardwareProfile::IntraNode& n, CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllGather:
+      return n.all_gather;
+    case CollectiveOp::kReduceScatter:
+      return n.reduce_scatter;
+    case CollectiveOp::kAllReduce:
+      break;
+  }
+  return n.all_reduce;
+}
+
 HardwareProfile::Collective& MutableCollective(HardwareProfile& p, CollectiveOp op) {
   switch (op) {
     case CollectiveOp::kAllGather:
@@ -57,6 +71,75 @@ HardwareProfile::Collective& MutableCollective(HardwareProfile& p, CollectiveOp 
       break;
   }
   return p.all_reduce;
+}
+
+HardwareProfile::Collective ReadCollective(const JsonFields& f, const std::string& key,
+                                           const json& object, FieldErrors* errors) {
+  const JsonFields cf = f.Nested(key, object);
+  HardwareProfile::Collective c;
+  c.latency_seconds = errors->Take(cf.RequiredDouble("latency_seconds", 0));
+  c.bandwidth_bytes_per_second = errors->Take(cf.RequiredDouble("bandwidth_bytes_per_second", 0));
+  if (object.contains("bandwidth_bytes_per_second") && c.bandwidth_bytes_per_second == 0) {
+    errors->Add(key + ".bandwidth_bytes_per_second", "must be > 0");
+  }
+  return c;
+}
+
+json CollectiveToJson(const HardwareProfile::Collective& c) {
+  return {{"latency_seconds", c.latency_seconds},
+          {"bandwidth_bytes_per_second", c.bandwidth_bytes_per_second}};
+}
+
+// The optional terms (hardware_profile.h): absent fields keep 0 / empty.
+void ReadOptionalTerms(const json& j, const JsonFields& f, HardwareProfile* p,
+                       FieldErrors* errors) {
+  p->memory_bytes_per_second = errors->Take(f.OptionalDouble("memory_bytes_per_second", 0, 0));
+  p->cpu_seconds_per_kernel = errors->Take(f.OptionalDouble("cpu_seconds_per_kernel", 0, 0));
+  p->attention_kernel = errors->Take(f.OptionalString("attention_kernel"));
+  int* whole[] = {&p->multiprocessors, &p->gemm_tile_rows, &p->gemm_tile_cols};
+  const char* whole_keys[] = {"multiprocessors", "gemm_tile_rows", "gemm_tile_cols"};
+  for (int i = 0; i < 3; ++i) {
+    const double v = errors->Take(f.OptionalDouble(whole_keys[i], 0, 0));
+    if (v != static_cast<double>(static_cast<int64_t>(v)) || v > 1 << 20) {
+      errors->Add(whole_keys[i], "must be a whole number up to 1048576");
+    } else {
+      *whole[i] = static_cast<int>(v);
+    }
+  }
+  const double gpus = errors->Take(f.OptionalDouble("gpus_per_node", 0, 0));
+  if (gpus != static_cast<double>(static_cast<int64_t>(gpus)) || gpus > 1 << 20) {
+    errors->Add("gpus_per_node", "must be a whole number of GPUs up to 1048576");
+  } else {
+    p->gpus_per_node = static_cast<int>(gpus);
+  }
+  if (!j.contains("intra_node")) {
+    if (p->gpus_per_node > 0) errors->Add("intra_node", "required when gpus_per_node > 0");
+    return;
+  }
+  const json* intra = errors->Take(f.RequiredObject("intra_node"));
+  if (intra == nullptr) return;
+  const JsonFields nf = f.Nested("intra_node", *intra);
+  for (CollectiveOp op : kOps) {
+    const std::string key = CollectiveOpName(op);
+    const json* object = errors->Take(nf.RequiredObject(key.c_str()));
+    if (object != nullptr)
+      IntraCollective(p->intra_node, op) = ReadCollective(nf, key, *object, errors);
+  }
+}
+
+void WriteOptionalTerms(const HardwareProfile& p, json& j) {
+  if (p.memory_bytes_per_second > 0) j["memory_bytes_per_second"] = p.memory_bytes_per_second;
+  if (p.cpu_seconds_per_kernel > 0) j["cpu_seconds_per_kernel"] = p.cpu_seconds_per_kernel;
+  if (!p.attention_kernel.empty()) j["attention_kernel"] = p.attention_kernel;
+  if (p.multiprocessors > 0) j["multiprocessors"] = p.multiprocessors;
+  if (p.gemm_tile_rows > 0) j["gemm_tile_rows"] = p.gemm_tile_rows;
+  if (p.gemm_tile_cols > 0) j["gemm_tile_cols"] = p.gemm_tile_cols;
+  if (p.gpus_per_node <= 0) return;
+  j["gpus_per_node"] = p.gpus_per_node;
+  auto& intra = const_cast<HardwareProfile::IntraNode&>(p.intra_node);
+  for (CollectiveOp op : kOps) {
+    j["intra_node"][CollectiveOpName(op)] = CollectiveToJson(IntraCollective(intra, op));
+  }
 }
 
 }  // namespace
@@ -103,8 +186,34 @@ double HardwareProfile::CollectiveSeconds(CollectiveOp op, double bytes, int gro
   if (group_size <= 1 || bytes <= 0) return 0;
   const double n = group_size;
   const double factor = op == CollectiveOp::kAllReduce ? 2.0 * (n - 1) / n : (n - 1) / n;
-  const Collective& c = collective(op);
+  const bool intra = gpus_per_node > 0 && group_size <= gpus_per_node;
+  const Collective& c =
+      intra ? IntraCollective(const_cast<IntraNode&>(intra_node), op) : collective(op);
   return c.latency_seconds + bytes * factor / c.bandwidth_bytes_per_second;
+}
+
+double HardwareProfile::GemmSeconds(int64_t m, int64_t k, int64_t n) const {
+  if (m <= 0 || k <= 0 || n <= 0) return 0;
+  const double dm = static_cast<double>(m), dk = static_cast<double>(k),
+               dn = static_cast<double>(n);
+  double efficiency = Interpolate(gemm_efficiency, m);
+  if (gemm_tile_rows > 0 && gemm_tile_cols > 0) {
+    const int64_t tiles =
+        ((m + gemm_tile_rows - 1) / gemm_tile_rows) * ((n + gemm_tile_cols - 1) / gemm_tile_cols);
+    const double tile_area = static_cast<double>(gemm_tile_rows) * gemm_tile_cols;
+    efficiency *= dm * dn / (static_cast<double>(tiles) * tile_area);
+    if (multiprocessors > 0) {
+      const int64_t waves = (tiles + multiprocessors - 1) / multiprocessors;
+      efficiency *= static_cast<double>(tiles) / static_cast<double>(waves * multiprocessors);
+    }
+  }
+  const double compute = 2.0 * dm * dk * dn / (peak_flops_per_second * efficiency);
+  return std::max(compute, MemorySeconds(2.0 * (dm * dk + dk * dn + dm * dn)));
+}
+
+double HardwareProfile::MemorySeconds(double bytes) const {
+  if (memory_bytes_per_second <= 0 || bytes <= 0) return 0;
+  return bytes / memory_bytes_per_second;
 }
 
 StatusOr<HardwareProfile> ParseHardwareProfileJson(const std::string& text,
@@ -127,20 +236,13 @@ StatusOr<HardwareProfile> ParseHardwareProfileJson(const std::string& text,
   p.gemm_efficiency = ReadTable(f, "gemm_efficiency", &errors);
   p.attention_efficiency = ReadTable(f, "attention_efficiency", &errors);
   for (CollectiveOp op : kOps) {
-    const char* key = CollectiveOpName(op);
+    const std::string key = CollectiveOpName(op);
     const json* object = errors.Take(f.RequiredObject(key));
-    if (object == nullptr) continue;
-    const JsonFields cf = f.Nested(key, *object);
-    HardwareProfile::Collective c;
-    c.latency_seconds = errors.Take(cf.RequiredDouble("latency_seconds", 0));
-    c.bandwidth_bytes_per_second = errors.Take(cf.RequiredDouble("bandwidth_bytes_per_second", 0));
-    if (object->contains("bandwidth_bytes_per_second") && c.bandwidth_bytes_per_second == 0) {
-      errors.Add(std::string(key) + ".bandwidth_bytes_per_second", "must be > 0");
-    }
-    MutableCollective(p, op) = c;
+    if (object != nullptr) MutableCollective(p, op) = ReadCollective(f, key, *object, &errors);
   }
   p.kernel_launch_seconds = errors.Take(f.RequiredDouble("kernel_launch_seconds", 0));
   p.device_memory_bytes = errors.Take(f.OptionalDouble("device_memory_bytes", 0, 0));
+  ReadOptionalTerms(j, f, &p, &errors);
   p.source_notes = errors.Take(f.OptionalString("source_notes"));
   if (!errors.empty()) return errors.ToStatus();
   return p;
@@ -153,54 +255,13 @@ std::string ToJson(const HardwareProfile& p) {
   j["gemm_efficiency"] = TableToJson(p.gemm_efficiency);
   j["attention_efficiency"] = TableToJson(p.attention_efficiency);
   for (CollectiveOp op : kOps) {
-    const auto& c = p.collective(op);
-    j[CollectiveOpName(op)] = {{"latency_seconds", c.latency_seconds},
-                               {"bandwidth_bytes_per_second", c.bandwidth_bytes_per_second}};
+    j[CollectiveOpName(op)] = CollectiveToJson(p.collective(op));
   }
   j["kernel_launch_seconds"] = p.kernel_launch_seconds;
   if (p.device_memory_bytes > 0) j["device_memory_bytes"] = p.device_memory_bytes;
+  WriteOptionalTerms(p, j);
   j["source_notes"] = p.source_notes;
   return j.dump(2) + "\n";
-}
-
-HardwareProfile H100Profile() {
-  HardwareProfile p;
-  p.name = "h100-sxm-80gb";
-  p.peak_flops_per_second = 989e12;
-  // Rows of the activation matrix -> fraction of peak for the dense layers.
-  p.gemm_efficiency = {{128, 0.10},  {512, 0.30},  {1024, 0.40},  {2048, 0.50},
-                       {4096, 0.56}, {8192, 0.60}, {16384, 0.62}, {65536, 0.64}};
-  // Query tokens per sequence -> fraction of peak, causal, fwd+bwd.
-  p.attention_efficiency = {{64, 0.04},    {128, 0.08},   {256, 0.15},
-                            {512, 0.251},  {1024, 0.364}, {2048, 0.448},
-                            {4096, 0.498}, {8192, 0.517}, {16384, 0.529}};
-  p.all_gather = {43.9e-6, 133.8e9};
-  p.reduce_scatter = {51.5e-6, 143.2e9};
-  p.all_reduce = {64.4e-6, 147.5e9};
-  p.kernel_launch_seconds = 5e-6;
-  p.device_memory_bytes = 81559.0 * (1 << 20);
-  p.source_notes =
-      "peak_flops_per_second: NVIDIA H100 SXM datasheet, 989 TFLOP/s dense BF16. "
-      "attention_efficiency 512..16384: FlashAttention-3 paper (arXiv 2407.08608, Fig. 'Attention "
-      "forward speed, head dim 128', causal, H100 SXM5 BF16): 292, 423, 521, 579, 602, 616 "
-      "TFLOP/s, "
-      "times 0.85 for the slower backward (an estimate), over 989; 64..256 extrapolated toward "
-      "launch-bound kernels (estimate). "
-      "gemm_efficiency: estimate, not measured: about 62-64% of peak for large bf16 GEMMs (cuBLAS "
-      "on H100 reaches roughly 600-700 TFLOP/s on large shapes) falling toward launch-bound small "
-      "row counts; consistent with 35-45% end-to-end MFU reported for dense LLM training on H100 "
-      "(the Llama 3 report, arXiv 2407.21783: 38-43% BF16 MFU on 16K H100s). Replace with a "
-      "profile of the target model. "
-      "all_gather / reduce_scatter / all_reduce: alpha-beta fit to Skrull's Table 5 (arXiv "
-      "2505.19609; 2..1024 MB, MB = 2^20 bytes; the paper's testbed: 4x8 H100, 900 GB/s NVLink, "
-      "InfiniBand), least squares on relative error, assuming the table's group size was 8: "
-      "all_gather 43.9 us + bytes*(n-1)/n / 133.8 GB/s (max error 23%), reduce_scatter 51.5 us + "
-      "bytes*(n-1)/n / 143.2 GB/s (13%), all_reduce 64.4 us + bytes*2(n-1)/n / 147.5 GB/s (16%). "
-      "kernel_launch_seconds: typical CUDA launch plus dispatch gap, about 5 us (estimate). "
-      "device_memory_bytes: 81,559 MiB, the total NVML (nvidia-smi) reports for an H100 80GB "
-      "(Modal, 'Why does an NVIDIA H100 80GB card offer 85.52 GB?', "
-      "thundergolfer.com/blog/nvidia-gpu-memory-capacity).";
-  return p;
 }
 
 }  // namespace skrull::scheduler

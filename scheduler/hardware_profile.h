@@ -53,6 +53,32 @@ struct HardwareProfile {
   // budget BucketSize is derived from (memory_model.h). 0 = unknown; JSON
   // field "device_memory_bytes", optional.
   double device_memory_bytes = 0;
+
+  // Optional terms (0 / empty = not priced, the model before them). JSON
+  // fields of the same names.
+  //
+  // Device memory bandwidth (HBM), bytes per second: the roofline floor of a
+  // GEMM (GemmSeconds), the memory-bound non-GEMM work per token and the
+  // optimizer step (pricing.h).
+  double memory_bytes_per_second = 0;
+  // GEMM tile and wave quantization (GemmSeconds): output tiles of
+  // gemm_tile_rows x gemm_tile_cols (a partial tile costs a whole one), run
+  // in waves over `multiprocessors` (a partial wave costs a whole one).
+  // 0: not priced.
+  int multiprocessors = 0;
+  int gemm_tile_rows = 0, gemm_tile_cols = 0;
+  // Host seconds to dispatch one kernel in eager execution: a micro-batch
+  // takes at least its kernels times this, whatever the GPU does.
+  double cpu_seconds_per_kernel = 0;
+  // GPUs per node. A group of at most this many ranks (groups are laid out on
+  // consecutive ranks) is priced with `intra_node`; larger groups with the
+  // collectives above. 0: the collectives above price every group.
+  int gpus_per_node = 0;
+  struct IntraNode {
+    Collective all_gather, reduce_scatter, all_reduce;
+  } intra_node;  // JSON "intra_node": {"all_gather": {...}, ...}
+  // What `attention_efficiency` describes ("fa2", "fa3", ...), for reports.
+  std::string attention_kernel;
   std::string source_notes;  // where each number came from
 
   // Seconds for `flops` of dense GEMM work done in kernels of
@@ -62,8 +88,23 @@ struct HardwareProfile {
   // `query_tokens` queries each. 0 when flops <= 0.
   double AttentionSeconds(double flops, int64_t query_tokens) const;
   // Seconds for one collective of `bytes` over `group_size` ranks; 0 when
-  // group_size <= 1 or bytes <= 0.
+  // group_size <= 1 or bytes <= 0. Intra-node fits when the group fits a
+  // node (gpus_per_node).
   double CollectiveSeconds(CollectiveOp op, double bytes, int group_size) const;
+  // Seconds of one bf16 GEMM [m x k] x [k x n] (2mkn FLOPs): the larger of
+  // its FLOPs at gemm_efficiency(m) times the tile and wave utilisation
+  // (when multiprocessors > 0) and its operands' bytes (2(mk + kn + mn)) at
+  // memory_bytes_per_second (the roofline floor: at small m the weights
+  // stream from HBM). 0 when any dimension is <= 0.
+  double GemmSeconds(int64_t m, int64_t k, int64_t n) const;
+  // Seconds to move `bytes` through device memory; 0 without
+  // memory_bytes_per_second.
+  double MemorySeconds(double bytes) const;
+  // Whether any per-GEMM term (roofline, quantization) is priced; without
+  // them a GEMM's time is its FLOPs at gemm_efficiency(m).
+  bool PricesGemmShapes() const {
+    return memory_bytes_per_second > 0 || (gemm_tile_rows > 0 && gemm_tile_cols > 0);
+  }
 
   const Collective& collective(CollectiveOp op) const;
   // Interpolates a table (see above). REQUIRES: table not empty.
@@ -78,9 +119,19 @@ StatusOr<HardwareProfile> ParseHardwareProfileJson(const std::string& text,
 // Serializes a profile; ParseHardwareProfileJson(ToJson(p)) == p.
 std::string ToJson(const HardwareProfile& profile);
 
-// NVIDIA H100 SXM 80GB, built from published figures (see source_notes).
-// Also shipped as scheduler/profiles/h100.json.
-HardwareProfile H100Profile();
+// Attention kernels with published H100 curves (hardware_profile.cc).
+enum class AttentionKernel { kFa2, kFa3 };
+
+// NVIDIA H100 SXM 80GB in nodes of 8 (NVLink) joined by 400 Gb/s NICs, built
+// from published figures (see source_notes), with `kernel`'s causal
+// attention curve. Shipped as scheduler/profiles/h100.json (FlashAttention-2,
+// the default) and h100-fa3.json.
+HardwareProfile H100Profile(AttentionKernel kernel = AttentionKernel::kFa2);
+
+// The fwd+bwd attention efficiency table of `kernel` on an H100 SXM
+// (attention_efficiency), from its forward and backward curves (see
+// hardware_profile.cc).
+std::vector<std::pair<int64_t, double>> H100AttentionEfficiency(AttentionKernel kernel);
 
 }  // namespace skrull::scheduler
 

@@ -18,7 +18,7 @@ constexpr double kKernelsPerLayerRecompute = 13;
 
 MicroBatchPricer::MicroBatchPricer(std::vector<int64_t> lengths, int cp, const CostModel& cost,
                                    const HardwareProfile& hw)
-    : lengths_(std::move(lengths)), cp_(cp), hw_(hw) {
+    : lengths_(std::move(lengths)), cp_(cp), hw_(hw), cost_(cost) {
   SKRULL_CHECK(cp >= 1) << "cp=" << cp;
   const double hw_factor = cost.HardwareFlopsFactor();
   layers_ = static_cast<double>(cost.model().num_hidden_layers);
@@ -41,10 +41,20 @@ MicroBatchPricer::MicroBatchPricer(std::vector<int64_t> lengths, int cp, const C
   kv_bytes_per_token_ = cost.KvBytesPerLayer(1);
   gathers_ = cost.options().recompute ? 2.0 : 1.0;
   linear_flops_per_token_ = cost.LinearFlopsPerToken() * hw_factor;
-  launch_seconds_ =
-      layers_ *
-      (kKernelsPerLayerTraining + (cost.options().recompute ? kKernelsPerLayerRecompute : 0)) *
-      hw.kernel_launch_seconds;
+  const double kernels = layers_ * (kKernelsPerLayerTraining +
+                                    (cost.options().recompute ? kKernelsPerLayerRecompute : 0));
+  launch_seconds_ = kernels * hw.kernel_launch_seconds;
+  cpu_floor_seconds_ = kernels * hw.cpu_seconds_per_kernel;
+  gemm_passes_ = 3.0 * hw_factor;  // forward, input gradient, weight gradient
+  non_gemm_bytes_per_token_ = cost.NonGemmBytesPerToken() * hw_factor;
+}
+
+double MicroBatchPricer::DenseSeconds(int64_t tokens) const {
+  double seconds = hw_.MemorySeconds(non_gemm_bytes_per_token_ * static_cast<double>(tokens));
+  for (const CostModel::GemmShape& g : cost_.GemmShapes()) {
+    seconds += gemm_passes_ * g.count * hw_.GemmSeconds(tokens, g.k, g.n);
+  }
+  return seconds;
 }
 
 MicroBatchTime MicroBatchPricer::Price(const std::vector<int>& placement) const {
@@ -130,15 +140,22 @@ void MicroBatchPricer::Evaluate(const std::vector<int>& placement, MicroBatchTim
       if (r / size * size + size > cp_) continue;  // past the last aligned group
       comm += slot_seconds_[slot_offset_[level] + static_cast<size_t>(r / size)];
     }
-    const double local =
-        hw_.ComputeSeconds(linear_flops_per_token_ * static_cast<double>(local_tokens_[r]),
-                           tokens) +
-        local_attention_[r] + launch_seconds_;
-    const double distributed =
-        hw_.ComputeSeconds(linear_flops_per_token_ * static_cast<double>(shard_tokens_[r]),
-                           tokens) +
-        shard_attention_[r];
-    const double seconds = std::max(comm, local) + distributed;
+    const double local_share = static_cast<double>(local_tokens_[r]);
+    const double shard_share = static_cast<double>(shard_tokens_[r]);
+    double local_dense = 0, shard_dense = 0;
+    if (hw_.PricesGemmShapes()) {
+      const double dense = DenseSeconds(tokens) / static_cast<double>(tokens);
+      local_dense = dense * local_share;
+      shard_dense = dense * shard_share;
+    } else {
+      local_dense = hw_.ComputeSeconds(linear_flops_per_token_ * local_share, tokens) +
+                    hw_.MemorySeconds(non_gemm_bytes_per_token_ * local_share);
+      shard_dense = hw_.ComputeSeconds(linear_flops_per_token_ * shard_share, tokens) +
+                    hw_.MemorySeconds(non_gemm_bytes_per_token_ * shard_share);
+    }
+    const double local = local_dense + local_attention_[r] + launch_seconds_;
+    const double distributed = shard_dense + shard_attention_[r];
+    const double seconds = std::max(std::max(comm, local) + distributed, cpu_floor_seconds_);
     if (!t.cp_rank_seconds.empty()) t.cp_rank_seconds[r] = seconds;
     if (seconds > t.seconds) {
       t.seconds = seconds;
@@ -177,18 +194,22 @@ double GradientSync::MicroBatchSeconds(double micro_batch_seconds) const {
 }
 
 GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size,
-                              int zero_stage) {
+                              const GradientSyncOptions& options) {
+  const int zero_stage = options.zero_stage;
   SKRULL_CHECK(zero_stage >= 0 && zero_stage <= kMaxPricedZeroStage) << "zero_stage=" << zero_stage;
   GradientSync sync;
   sync.zero_stage = zero_stage;
-  const CollectiveOp reduce =
-      zero_stage == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
-  const double bytes = cost.GradientBytes();
+  const bool all_reduce = zero_stage == 0 || (zero_stage == 2 && options.stage2_all_reduce);
+  const CollectiveOp reduce = all_reduce ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
+  const double bytes = cost.GradientBytes(options.dtype);
   sync.reduce_seconds = hw.CollectiveSeconds(reduce, bytes, world_size);
-  sync.last_bucket_seconds =
-      hw.CollectiveSeconds(reduce, std::min(bytes, kGradientBucketBytes), world_size);
-  // Backward costs about twice the forward; recomputation adds a forward.
-  sync.backward_fraction = cost.options().recompute ? 3.0 / 4.0 : 2.0 / 3.0;
+  if (options.overlap_with_backward) {
+    sync.last_bucket_seconds =
+        hw.CollectiveSeconds(reduce, std::min(bytes, kGradientBucketBytes), world_size);
+    // Backward costs about twice the forward; recomputation adds a forward.
+    sync.backward_fraction = cost.options().recompute ? 3.0 / 4.0 : 2.0 / 3.0;
+  }
+  sync.optimizer_step_seconds = hw.MemorySeconds(cost.OptimizerStepBytes());
   if (zero_stage > 0) {
     const double parameter_bytes = static_cast<double>(cost.model().NumParameters()) *
                                    BytesPerParameter(cost.options().precision).weights;
@@ -196,6 +217,13 @@ GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, 
         hw.CollectiveSeconds(CollectiveOp::kAllGather, parameter_bytes, world_size);
   }
   return sync;
+}
+
+GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size,
+                              int zero_stage) {
+  GradientSyncOptions options;
+  options.zero_stage = zero_stage;
+  return MakeGradientSync(cost, hw, world_size, options);
 }
 
 }  // namespace skrull::scheduler

@@ -11,8 +11,15 @@
 //   local_j = dense GEMMs of rank j's local tokens + causal attention of its
 //             local sequences + kernel launches
 //   dist_j  = dense GEMMs of rank j's shards + attention of the shards
-// GEMM efficiency is read at the rank's total tokens in the micro-batch,
-// attention efficiency at each sequence's (shard's) query length. A
+// The dense work of a rank is priced at its total tokens T in the
+// micro-batch and shared between local tokens and shards by token count:
+// every GEMM of CostModel::GemmShapes() with m = T (HardwareProfile::
+// GemmSeconds: efficiency by m, tile quantization by (m, n), the roofline
+// floor by (m, k, n)), plus the element-wise and loss bytes per token at HBM
+// bandwidth; with a profile that prices no GEMM shape, the linear FLOPs at
+// gemm_efficiency(T). Attention efficiency is read at each sequence's
+// (shard's) query length. Eager execution: a rank's micro-batch takes at
+// least its kernels x cpu_seconds_per_kernel (the host dispatching them). A
 // micro-batch takes its slowest CP rank; a DP rank sums its micro-batches
 // (empty padding micro-batches cost nothing).
 //
@@ -95,8 +102,13 @@ class MicroBatchPricer {
   std::vector<int64_t> lengths_;
   int cp_;
   const HardwareProfile& hw_;
+  // Dense seconds of a rank holding `tokens` tokens (header comment).
+  double DenseSeconds(int64_t tokens) const;
+
+  const CostModel& cost_;
   double layers_ = 0, kv_bytes_per_token_ = 0, gathers_ = 0;
   double linear_flops_per_token_ = 0, launch_seconds_ = 0;
+  double gemm_passes_ = 0, non_gemm_bytes_per_token_ = 0, cpu_floor_seconds_ = 0;
   std::vector<double> local_attention_seconds_, attention_flops_;
   std::vector<double> all_shard_attention_seconds_;  // sharded over all cp ranks
   // Group sizes: 2, 4, ... below cp, then cp. Group slot of (first, size):
@@ -121,27 +133,53 @@ inline constexpr double kGradientBucketBytes = 25 << 20;
 // ZeRO stages the simulator prices (see the header comment).
 inline constexpr int kMaxPricedZeroStage = 2;
 
+// How a step's gradients are synchronised (see the header comment).
+struct GradientSyncOptions {
+  int zero_stage = 0;  // 0..kMaxPricedZeroStage
+  // The element type on the wire (spec.training.gradReduceDtype).
+  GradReduceDtype dtype = GradReduceDtype::kFp32;
+  // Stage 2: each micro-batch's reduction is an all-reduce of every bucket
+  // over the world, each rank keeping its slice (DeepSpeed v0.16.4's default
+  // use_multi_rank_bucket_allreduce, deepspeed/runtime/zero/stage_1_and_2.py
+  // lines 119 and 1127-1137), instead of a reduce-scatter.
+  bool stage2_all_reduce = false;
+  // false: the reduction runs on the compute stream and hides behind no
+  // backward (DeepSpeed's overlap_comm, which defaults to false below stage 3:
+  // deepspeed/runtime/zero/config.py lines 134 and 351-354; average_tensor
+  // uses the current stream then, stage_1_and_2.py lines 1051-1058).
+  bool overlap_with_backward = true;
+};
+
 // The gradient synchronisation's share of an iteration (see the header
 // comment).
 struct GradientSync {
   int zero_stage = 0;
   // The whole gradient reduced once over the world: an all-reduce at stage
-  // 0, a reduce-scatter at stages 1 and 2 (where it runs once per micro-batch).
+  // 0, a reduce-scatter at stages 1 and 2 (where it runs once per
+  // micro-batch; an all-reduce under stage2_all_reduce), in options.dtype.
   double reduce_seconds = 0;
   double last_bucket_seconds = 0;  // the bucket launched after a backward ends
-  double backward_fraction = 0;    // of a micro-batch's time: backward (+ recompute)
+  // Of a micro-batch's time: backward (+ recompute); 0 when the reduction
+  // does not overlap the backward.
+  double backward_fraction = 0;
   // Stages 1 and 2: all-gather of the updated parameters after the step.
   double parameter_all_gather_seconds = 0;
+  // Per-step fixed cost: the optimizer step's memory traffic
+  // (CostModel::OptimizerStepBytes at memory_bytes_per_second).
+  double optimizer_step_seconds = 0;
   // Stages 0 and 1: one DP rank's iteration when its micro-batches take
   // `rank_seconds` in all and the one it runs last takes
   // `last_micro_batch_seconds`, before the parameter all-gather. An iteration
   // is the maximum of this over DP ranks.
   double RankSeconds(double rank_seconds, double last_micro_batch_seconds) const;
   // Stage 2: one micro-batch of `micro_batch_seconds` with its own gradient
-  // reduce-scatter (0 seconds: a padding micro-batch, the collective alone).
+  // reduction (0 seconds: a padding micro-batch, the collective alone).
   double MicroBatchSeconds(double micro_batch_seconds) const;
 };
-// REQUIRES: 0 <= zero_stage <= kMaxPricedZeroStage.
+// REQUIRES: 0 <= options.zero_stage <= kMaxPricedZeroStage.
+GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size,
+                              const GradientSyncOptions& options);
+// The defaults of GradientSyncOptions at `zero_stage` (fp32, overlapped).
 GradientSync MakeGradientSync(const CostModel& cost, const HardwareProfile& hw, int world_size,
                               int zero_stage = 0);
 

@@ -44,8 +44,16 @@ double BestEfficiencyUpTo(const std::vector<std::pair<int64_t, double>>& table, 
 
 IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
                            int zero_stage) {
+  GradientSyncOptions options;
+  options.zero_stage = zero_stage;
+  return SimulatePlan(plan, cost, hw, options);
+}
+
+IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
+                           const GradientSyncOptions& sync_options) {
   IterationTime it;
-  const GradientSync sync = MakeGradientSync(cost, hw, plan.topology.WorldSize(), zero_stage);
+  const int zero_stage = sync_options.zero_stage;
+  const GradientSync sync = MakeGradientSync(cost, hw, plan.topology.WorldSize(), sync_options);
   double slowest = -1, slowest_comm = 0, slowest_compute = 0;
   std::vector<std::vector<double>> micro_batch_seconds;
   for (const DpRankPlan& rank : plan.ranks) {
@@ -74,7 +82,7 @@ IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const Hardwa
     it.dp_rank_seconds.push_back(seconds);
   }
   if (zero_stage == 2) it.seconds = PerMicroBatchSyncSeconds(micro_batch_seconds, sync);
-  it.seconds += sync.parameter_all_gather_seconds;
+  it.seconds += sync.parameter_all_gather_seconds + sync.optimizer_step_seconds;
   it.all_reduce_seconds = sync.reduce_seconds;
   it.exposed_all_reduce_seconds = it.seconds - std::max(0.0, slowest);
   it.comm_seconds = slowest_comm + it.exposed_all_reduce_seconds;
@@ -87,14 +95,19 @@ double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topolog
                               const HardwareProfile& hw) {
   const double hw_factor = cost.HardwareFlopsFactor();
   const double linear_per_token = cost.LinearFlopsPerToken() * hw_factor;
+  // Element-wise and loss bytes: every plan moves them for every token.
+  const double memory_per_token = hw.MemorySeconds(cost.NonGemmBytesPerToken() * hw_factor);
   double seconds = 0;
   for (int64_t s : lengths) {
     const double gemm = BestEfficiencyUpTo(hw.gemm_efficiency, bucket_size_tokens);
     const double attention = BestEfficiencyUpTo(hw.attention_efficiency, s);
     seconds += linear_per_token * static_cast<double>(s) / (hw.peak_flops_per_second * gemm) +
-               cost.AttentionFlops(s) * hw_factor / (hw.peak_flops_per_second * attention);
+               cost.AttentionFlops(s) * hw_factor / (hw.peak_flops_per_second * attention) +
+               memory_per_token * static_cast<double>(s);
   }
-  return seconds / static_cast<double>(topology.WorldSize());
+  // The optimizer step follows every iteration (pricing.h, GradientSync).
+  return seconds / static_cast<double>(topology.WorldSize()) +
+         hw.MemorySeconds(cost.OptimizerStepBytes());
 }
 
 StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
@@ -170,8 +183,10 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
         return plan.status().WithContext(std::string("policy ") + PolicyName(policies[p]) +
                                          ", step " + std::to_string(step));
       }
-      const IterationTime time =
-          SimulatePlan(*plan, cost, hw, PricingZeroStage(policies[p], options.zero_stage));
+      GradientSyncOptions sync;
+      sync.zero_stage = PricingZeroStage(policies[p], options.zero_stage);
+      sync.dtype = options.grad_reduce_dtype;
+      const IterationTime time = SimulatePlan(*plan, cost, hw, sync);
       Totals& t = totals[p];
       t.seconds += time.seconds;
       t.tokens += batch_tokens;

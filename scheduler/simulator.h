@@ -39,7 +39,11 @@ struct IterationTime {
   double exposed_all_reduce_seconds = 0;
 };
 
-// Prices one plan at a ZeRO stage (0, 1 or 2; CHECKed).
+// Prices one plan with a gradient synchronisation (pricing.h; its stage 0,
+// 1 or 2 CHECKed).
+IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
+                           const GradientSyncOptions& sync);
+// The same at a ZeRO stage with fp32 gradients overlapped with backward.
 IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const HardwareProfile& hw,
                            int zero_stage = 0);
 
@@ -47,8 +51,10 @@ IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const Hardwa
 // work at the profile's best efficiency for its size (its dense layers at
 // the best GEMM efficiency up to BucketSize rows, the most a rank's kernel
 // holds; its attention at the best up to its whole length), perfectly
-// balanced over all dp x cp GPUs, no communication, no launches. Never above
-// the time SimulatePlan gives any valid plan of this batch.
+// balanced over all dp x cp GPUs, no communication, no launches; plus the
+// element-wise and loss bytes of every token and the optimizer step, which
+// every plan pays (zero without a memory bandwidth). Never above the time
+// SimulatePlan gives any valid plan of this batch.
 double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
                               int64_t bucket_size_tokens, const CostModel& cost,
                               const HardwareProfile& hw);
@@ -81,6 +87,9 @@ struct SimulationOptions {
   int zero_stage = 0;
   // deepspeed's sequences per micro-batch (ScheduleOptions::micro_batch_size).
   int micro_batch_size = 1;
+  // Element type of the gradient reduction, every policy
+  // (spec.training.gradReduceDtype; GradientSyncOptions::dtype).
+  GradReduceDtype grad_reduce_dtype = GradReduceDtype::kFp32;
 };
 
 struct SimulationReport {

@@ -21,42 +21,40 @@ std::string ReadSourceFile(const std::string& relative) {
 }
 
 TEST(HardwareProfile, ShippedH100JsonEqualsH100Profile) {
-  const std::string text = ReadSourceFile("scheduler/profiles/h100.json");
-  ASSERT_FALSE(text.empty()) << "scheduler/profiles/h100.json not found; set SKRULL_SOURCE_DIR";
-  EXPECT_EQ(text, ToJson(H100Profile()))
-      << "regenerate scheduler/profiles/h100.json from ToJson(H100Profile())";
-  auto parsed = ParseHardwareProfileJson(text, "h100.json");
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(ToJson(*parsed), text);
+  for (const auto& [file, kernel] : {std::pair{"h100.json", AttentionKernel::kFa2},
+                                     std::pair{"h100-fa3.json", AttentionKernel::kFa3}}) {
+    const std::string path = std::string("scheduler/profiles/") + file;
+    const std::string text = ReadSourceFile(path);
+    ASSERT_FALSE(text.empty()) << path << " not found; set SKRULL_SOURCE_DIR";
+    EXPECT_EQ(text, ToJson(H100Profile(kernel)))
+        << "regenerate " << path << " from ToJson(H100Profile(...))";
+    auto parsed = ParseHardwareProfileJson(text, file);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(ToJson(*parsed), text);
+  }
 }
 
 TEST(HardwareProfile, H100UsesPublishedPeakAndNamesItsSources) {
   const HardwareProfile p = H100Profile();
   EXPECT_DOUBLE_EQ(p.peak_flops_per_second, 989e12);
-  for (const char* source : {"989 TFLOP/s", "2407.08608", "2505.19609", "Table 5", "estimate"}) {
+  for (const char* source : {"989 TFLOP/s", "2407.08608", "2505.19609", "Table 5",
+                             "nccl-tests issue 212", "nccl-tests issue 290", "ml-engineering"}) {
     EXPECT_NE(p.source_notes.find(source), std::string::npos) << source;
   }
 }
 
-TEST(HardwareProfile, CollectiveFitReproducesThePapersTable5) {
-  // Skrull Table 5 (MB = 2^20 bytes -> microseconds), assumed 8 ranks.
-  const double mb[] = {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
-  const double all_gather[] = {53.29, 72.52, 97.86,  199.3,  286.2,
-                               488.6, 910.6, 1758.4, 3416.4, 6467.9};
-  const double reduce_scatter[] = {59.48, 79.26, 104.7,  177.4,  269.5,
-                                   458.8, 864.3, 1663.9, 3239.5, 6294.3};
-  const double all_reduce[] = {84.65, 113.3,  168.4,  312.2,  479.2,
-                               859.7, 1642.9, 3197.9, 6181.2, 12126};
+TEST(HardwareProfile, H100PricesNvlinkWithinANodeAndTheNetworkAcrossNodes) {
+  // The paper's Table 5 is no longer fitted (bench_cost_model_validation
+  // compares it with these figures); only its latencies are kept.
   const HardwareProfile p = H100Profile();
-  for (int i = 0; i < 10; ++i) {
-    const double bytes = mb[i] * (1 << 20);
-    EXPECT_NEAR(p.CollectiveSeconds(CollectiveOp::kAllGather, bytes, 8) * 1e6, all_gather[i],
-                0.25 * all_gather[i]);
-    EXPECT_NEAR(p.CollectiveSeconds(CollectiveOp::kReduceScatter, bytes, 8) * 1e6,
-                reduce_scatter[i], 0.25 * reduce_scatter[i]);
-    EXPECT_NEAR(p.CollectiveSeconds(CollectiveOp::kAllReduce, bytes, 8) * 1e6, all_reduce[i],
-                0.25 * all_reduce[i]);
+  const double gigabyte = 1 << 30;
+  for (CollectiveOp op :
+       {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, CollectiveOp::kAllReduce}) {
+    const double intra = p.CollectiveSeconds(op, gigabyte, 8);
+    const double inter = p.CollectiveSeconds(op, gigabyte, 16);
+    EXPECT_GT(inter, 7 * intra) << CollectiveOpName(op);  // 370-480 vs 47 GB/s
   }
+  EXPECT_DOUBLE_EQ(p.collective(CollectiveOp::kAllReduce).latency_seconds, 64.4e-6);
 }
 
 TEST(HardwareProfile, CollectiveSecondsIsLatencyPlusBusBytesOverBandwidth) {
