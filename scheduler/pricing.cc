@@ -47,9 +47,19 @@ MicroBatchPricer::MicroBatchPricer(std::vector<int64_t> lengths, int cp, const C
   cpu_floor_seconds_ = kernels * hw.cpu_seconds_per_kernel;
   gemm_passes_ = 3.0 * hw_factor;  // forward, input gradient, weight gradient
   non_gemm_bytes_per_token_ = cost.NonGemmBytesPerToken() * hw_factor;
+  dense_cache_tokens_.fill(-1);
 }
 
 double MicroBatchPricer::DenseSeconds(int64_t tokens) const {
+  const size_t slot = static_cast<size_t>(tokens) % kDenseCacheSlots;
+  if (dense_cache_tokens_[slot] != tokens) {
+    dense_cache_tokens_[slot] = tokens;
+    dense_cache_seconds_[slot] = ComputeDenseSeconds(tokens);
+  }
+  return dense_cache_seconds_[slot];
+}
+
+double MicroBatchPricer::ComputeDenseSeconds(int64_t tokens) const {
   double seconds = hw_.MemorySeconds(non_gemm_bytes_per_token_ * static_cast<double>(tokens));
   for (const CostModel::GemmShape& g : cost_.GemmShapes()) {
     seconds += gemm_passes_ * g.count * hw_.GemmSeconds(tokens, g.k, g.n);

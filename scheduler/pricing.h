@@ -49,6 +49,7 @@
 #ifndef SKRULL_SCHEDULER_PRICING_H_
 #define SKRULL_SCHEDULER_PRICING_H_
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -102,8 +103,11 @@ class MicroBatchPricer {
   std::vector<int64_t> lengths_;
   int cp_;
   const HardwareProfile& hw_;
-  // Dense seconds of a rank holding `tokens` tokens (header comment).
+  // Dense seconds of a rank holding `tokens` tokens (header comment),
+  // through a small direct-mapped cache: the cost-aware scheduler prices
+  // many placements whose ranks repeat token counts.
   double DenseSeconds(int64_t tokens) const;
+  double ComputeDenseSeconds(int64_t tokens) const;
 
   const CostModel& cost_;
   double layers_ = 0, kv_bytes_per_token_ = 0, gathers_ = 0;
@@ -119,6 +123,9 @@ class MicroBatchPricer {
   mutable std::vector<int64_t> local_tokens_, shard_tokens_, group_tokens_;
   mutable std::vector<double> slot_seconds_;  // per group slot: its exchange's seconds
   mutable std::vector<double> local_attention_, shard_attention_;
+  static constexpr size_t kDenseCacheSlots = 64;
+  mutable std::array<int64_t, kDenseCacheSlots> dense_cache_tokens_;
+  mutable std::array<double, kDenseCacheSlots> dense_cache_seconds_;
 };
 
 // The same model on raw inputs: placement[k] is the placement code (plan.h)

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "scheduler/deepspeed_bracket.h"
 #include "scheduler/pricing.h"
 #include "scheduler/simulator.h"
 #include "tests/scheduler/test_util.h"
@@ -84,6 +85,31 @@ TEST(GradientSync, SimulateUsesTheRequestedDtypeForEveryPolicy) {
     // (deepspeed at ZeRO-2 reduce-scatters, the others all-reduce).
     EXPECT_LT(bf16->policies.at(name).mean_iteration_seconds, stats.mean_iteration_seconds) << name;
   }
+}
+
+TEST(GradientSync, DeepSpeedBracketNamesItsHypothesesAndTheirSynchronisation) {
+  const std::vector<DeepSpeedHypothesis> b = DeepSpeedBracket();
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(b[0].name, "A");
+  EXPECT_EQ(b[1].name, "A-sp");
+  EXPECT_EQ(b[2].name, "C");
+  EXPECT_EQ(b[3].name, "B");
+  // A: DeepSpeed v0.16.4's ZeRO-2 defaults.
+  EXPECT_EQ(b[0].policy, Policy::kDeepSpeed);
+  EXPECT_EQ(b[0].micro_batch_size, 1);
+  EXPECT_EQ(b[0].sync.zero_stage, 2);
+  EXPECT_EQ(b[0].sync.dtype, GradReduceDtype::kBf16);
+  EXPECT_TRUE(b[0].sync.stage2_all_reduce);
+  EXPECT_FALSE(b[0].sync.overlap_with_backward);
+  EXPECT_EQ(b[1].sync.dtype, GradReduceDtype::kFp32);  // sequence parallelism
+  EXPECT_EQ(b[2].sync.zero_stage, 1);                  // one reduction per step
+  EXPECT_TRUE(b[2].sync.overlap_with_backward);
+  EXPECT_EQ(b[3].policy, Policy::kCpAll);  // packed
+  // A-sp's fp32 reduction costs more than A's on a real gradient.
+  const CostModel cost(Preset("qwen2.5-0.5b"));
+  const HardwareProfile hw = H100Profile();
+  EXPECT_GT(MakeGradientSync(cost, hw, 32, b[1].sync).MicroBatchSeconds(0.01),
+            MakeGradientSync(cost, hw, 32, b[0].sync).MicroBatchSeconds(0.01));
 }
 
 TEST(GradientSync, DtypeNamesRoundTrip) {
