@@ -82,6 +82,25 @@ def steps(work):
     return out
 
 
+def skip_message(work, binary, name):
+    """The GTEST_SKIP() text of `name` in the binary's log (gtest < 1.13
+    leaves it out of the JSON): the lines between "Skipped" and "[  SKIPPED ]"."""
+    lines = (read_text(os.path.join(work, binary + ".log")) or "").splitlines()
+    try:
+        i = lines.index(f"[ RUN      ] {name}")
+    except ValueError:
+        return ""
+    text, inside = [], False
+    for line in lines[i + 1:]:
+        if line.startswith("[  SKIPPED ]") or line.startswith("[       OK ]"):
+            break
+        if inside:
+            text.append(line)
+        elif line.endswith(": Skipped"):
+            inside = True
+    return "\n".join(text).strip()
+
+
 def tests(work):
     cases = []
     for path in sorted(glob.glob(os.path.join(work, "*.json"))):
@@ -96,8 +115,8 @@ def tests(work):
                 failures = [f.get("failure", "") for f in case.get("failures", [])]
                 if failures:
                     entry["failures"] = failures
-                if case.get("result") == "SKIPPED" and case.get("skipped"):
-                    entry["skip_message"] = case["skipped"].get("message", "")
+                if case.get("result") == "SKIPPED":
+                    entry["skip_message"] = skip_message(work, binary, entry["name"])
                 cases.append(entry)
     return cases
 
@@ -168,7 +187,8 @@ def main():
         print(f"{s['name']:40s} {s['status']:8s} {s['seconds']:4d}s  {s['note']}")
     for b in report["bench"]:
         if "kernel" in b:
-            print(f"{b['case']:16s} kernel {b['kernel']:13s} {b['tokens_per_second']:12.0f} tokens/s"
+            print(f"{b['case']:16s} {b['tokens']:7d} tokens  kernel {b['kernel']:13s}"
+                  f" {b['tokens_per_second']:12.0f} tokens/s"
                   f"  MFU {100 * b['mfu']:5.1f}%  peak {b['peak_allocated_bytes'] / 2**30:6.2f} GiB")
     print(f"verdict: {report['verdict']}")
     return 0

@@ -137,7 +137,7 @@ tiny='{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_siz
  "rope_theta": 10000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": true, "torch_dtype": "float32"}'
 make_data() {  # make_data DIR N LENGTH
   "$here/bin/skrull-make-data" --out "$1/data.jsonl" --n "$2" --seed 1 --long-fraction 1 \
-    --long-min "$3" --long-max "$3" --short-min 64 --short-max 64
+    --long-min "$3" --long-max "$3" --short-min 64 --short-max 64 >>"$work/make-data.log" 2>&1
 }
 train() { echo "$here/bin/skrull-trainer" --job "$1/job.yaml" --device "$2" --no-metrics-server; }
 if [ "$mode" = gpu ]; then
