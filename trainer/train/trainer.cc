@@ -484,7 +484,9 @@ Status Run::Resume() {
       return loaded.WithContext(
           "resuming from " + *dir + ": spec.model.lora is set, so the checkpoint must hold its " +
           "LoRA adapter (" + kAdapterWeightsFile +
-          "); a checkpoint of a job without LoRA holds full model weights instead");
+          "); a checkpoint of a job without LoRA holds full model weights instead (set "
+          "spec.training.resumeFrom to a step-<N> folder this LoRA job wrote, or remove "
+          "spec.model.lora to resume the full weights)");
     }
   } else {
     SKRULL_RETURN_IF_ERROR(model_->LoadWeights((fs::path(*dir) / kModelWeightsFile).string()));
