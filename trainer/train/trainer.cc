@@ -897,7 +897,7 @@ TrainSummary Run::Summary() const {
   s.peak_memory_allocated_bytes = run_peak_.allocated_bytes;
   s.zero_stage = job_.training.zero_stage;
   s.static_memory_bytes = StaticMemoryBytes();
-  s.rollbacks = {state_.rollbacks_dacp, state_.rollbacks_gds, state_.rollbacks_runtime};
+  s.rollbacks = {state_.rollbacks_dacp, state_.rollbacks_gds};
   s.eval_loss = state_.last_eval_loss;
   s.best_eval_loss = state_.best_eval_loss;
   s.best_eval_step = state_.best_eval_step;
