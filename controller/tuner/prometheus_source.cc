@@ -134,16 +134,10 @@ std::vector<std::string> PrometheusSourceQueries(const PrometheusSourceOptions& 
   SKRULL_CHECK(!o.job.empty()) << "PrometheusSourceOptions::job is required";
   const std::string job = std::string(metrics::kLabelJob) + "=\"" + Escape(o.job) + "\"";
   const std::string w = "[" + o.window + "]";
-  const auto sel = [&](const char* family, const std::string& extra = "") {
-    return std::string(family) + "{" + job + extra + "}" + w;
-  };
+  const auto sel = [&](const char* family) { return std::string(family) + "{" + job + "}" + w; };
   return {sel(metrics::kMemoryPeakBytes), sel(metrics::kRankTokensPeak),
           "max_over_time(" + sel(metrics::kMemoryCapacityBytes) + ")",
-          "last_over_time(" + sel(metrics::kBucketSizeTokens) + ")",
-          "max_over_time(" +
-              sel(metrics::kSchedulerRollbacksTotal,
-                  std::string(",") + metrics::kLabelLevel + "=\"" + metrics::kLevelRuntime + "\"") +
-              ")"};
+          "last_over_time(" + sel(metrics::kBucketSizeTokens) + ")"};
 }
 
 StatusOr<TuningInput> ReadPrometheus(PrometheusApi* api, const PrometheusSourceOptions& options) {
@@ -193,12 +187,6 @@ StatusOr<TuningInput> ReadPrometheus(PrometheusApi* api, const PrometheusSourceO
           std::max<int64_t>(input.bucket_size_tokens, static_cast<int64_t>(ToUint(sample.second)));
     }
   }
-  std::map<int, int64_t> rollbacks;
-  for (const Series& s : results[4]) {
-    for (const auto& sample : s.samples) {
-      rollbacks[s.rank] = std::max<int64_t>(rollbacks[s.rank], ToUint(sample.second));
-    }
-  }
   std::map<std::string, int> ranks_on_node;
   for (const auto& [rank, node] : node_of) ++ranks_on_node[node];
 
@@ -223,7 +211,6 @@ StatusOr<TuningInput> ReadPrometheus(PrometheusApi* api, const PrometheusSourceO
       r.capacity_note = options.capacity_override_note;
     }
     r.capacity_bytes = cap;
-    r.runtime_rollbacks = rollbacks[rank];
     input.ranks.push_back(std::move(r));
   }
   return input;

@@ -1,5 +1,5 @@
 // The tuner's Prometheus source: a running or finished job's memory, tokens
-// held, BucketSize and roll-backs, read from the Prometheus HTTP API
+// held and BucketSize, read from the Prometheus HTTP API
 // (GET /api/v1/query) by the SkrullJob's `job` label. For Kubernetes jobs,
 // whose ranks' files are in pods; the scrape must keep the trainer's labels
 // (honor_labels: true, docs/metrics.md).
@@ -10,7 +10,6 @@
 //   skrull_rank_tokens_peak{job="J"}[W]                           matrix
 //   max_over_time(skrull_memory_capacity_bytes{job="J"}[W])       vector
 //   last_over_time(skrull_bucket_size_tokens{job="J"}[W])         vector
-//   max_over_time(skrull_scheduler_rollbacks_total{job="J",level="runtime"}[W])  vector
 // Memory and tokens of one rank are paired by sample timestamp: both gauges
 // come from the same scrape of the same target, so their timestamps match.
 // Series are grouped by the `rank` label (a rank restarted on another node is

@@ -77,11 +77,6 @@ Status ReadRank(const json& entry, size_t index, const std::string& path, RunSum
   SKRULL_ASSIGN_OR_RETURN(out->device, s.OptionalString("device"));
   SKRULL_ASSIGN_OR_RETURN(out->peak_memory_bytes, s.OptionalUint("peak_memory_bytes", 0));
   SKRULL_ASSIGN_OR_RETURN(out->bucket_size_tokens, s.OptionalInt("bucket_size_tokens", 0));
-  SKRULL_ASSIGN_OR_RETURN(const json* rollbacks, s.OptionalObject("rollbacks"));
-  if (rollbacks != nullptr) {
-    SKRULL_ASSIGN_OR_RETURN(out->runtime_rollbacks,
-                            s.Nested("rollbacks", *rollbacks).OptionalInt("runtime", 0));
-  }
   return OkStatus();
 }
 
@@ -175,11 +170,6 @@ StatusOr<RunSummary> ParseRunSummary(const std::string& text, const std::string&
     SKRULL_ASSIGN_OR_RETURN(r.device, f.OptionalString("device"));
     r.peak_memory_bytes = s.peak_memory_bytes;
     r.bucket_size_tokens = s.bucket_size_tokens;
-    SKRULL_ASSIGN_OR_RETURN(const json* rollbacks, f.OptionalObject("rollbacks"));
-    if (rollbacks != nullptr) {
-      SKRULL_ASSIGN_OR_RETURN(r.runtime_rollbacks,
-                              f.Nested("rollbacks", *rollbacks).OptionalInt("runtime", 0));
-    }
     s.ranks.push_back(r);
     return s;
   }
@@ -271,8 +261,6 @@ StatusOr<std::vector<StepMemory>> ParseMetricsJsonl(const std::string& text,
     SKRULL_ASSIGN_OR_RETURN(s.memory_capacity_bytes, f.RequiredUint("memory_capacity_bytes"));
     SKRULL_ASSIGN_OR_RETURN(uint64_t bucket, f.RequiredUint("bucket_size_tokens"));
     s.bucket_size_tokens = static_cast<int64_t>(bucket);
-    SKRULL_ASSIGN_OR_RETURN(uint64_t runtime, f.RequiredUint("rollbacks_runtime"));
-    s.rollbacks_runtime = static_cast<int64_t>(runtime);
     out.push_back(s);
   }
   return out;
@@ -352,7 +340,6 @@ StatusOr<TuningInput> ReadRunDirectory(const std::string& output_dir,
       RankObservation& r = ranks[s.rank];
       r.rank = s.rank;
       r.steps.push_back({s.rank_tokens_peak, s.memory_peak_bytes});
-      r.runtime_rollbacks += s.rollbacks_runtime;
       capacity[s.rank] = std::max(capacity[s.rank], s.memory_capacity_bytes);
       last_bucket = s.bucket_size_tokens;
     }

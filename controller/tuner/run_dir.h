@@ -49,7 +49,6 @@ struct RunSummary {
     std::string device;        // "cpu", "cuda:0"; "" without a summary
     uint64_t peak_memory_bytes = 0;
     int64_t bucket_size_tokens = 0;
-    int64_t runtime_rollbacks = 0;
   };
 
   std::string path;  // the file read
@@ -87,7 +86,6 @@ struct StepMemory {
   uint64_t memory_peak_bytes = 0;
   uint64_t memory_capacity_bytes = 0;
   int64_t bucket_size_tokens = 0;
-  int64_t rollbacks_runtime = 0;
 };
 
 // Parses a metrics.jsonl file's text; `path` names it in errors, which also

@@ -101,9 +101,7 @@ StatusOr<TuningDecision> Tune(const TuningInput& input, const api::TuningSpec& s
 
   std::optional<RankAnswer> best;
   std::vector<int> no_steps, no_capacity;
-  int64_t runtime_rollbacks = 0;
   for (const RankObservation& r : input.ranks) {
-    runtime_rollbacks += r.runtime_rollbacks;
     MemoryFit fit = FitMemoryModel(r.steps, options.min_token_spread);
     if (fit.method == FitMethod::kNone) {
       no_steps.push_back(r.rank);
@@ -214,13 +212,7 @@ StatusOr<TuningDecision> Tune(const TuningInput& input, const api::TuningSpec& s
                            Change(cur, rec) + ")" + why);
   }
 
-  // 3. The plan did not fit at run time: never raise.
-  if (runtime_rollbacks > 0) {
-    return decide(cur, "keeping bucketSize " + cur_s + ": " + std::to_string(runtime_rollbacks) +
-                           " runtime roll-back(s) in the run, so not raising");
-  }
-
-  // 4. Raise, bounded by the growth cap, damped by the hysteresis band.
+  // 3. Raise, bounded by the growth cap, damped by the hysteresis band.
   const double growth_cap = static_cast<double>(cur) * options.max_growth_factor;
   const bool capped = best->tokens > growth_cap;
   const int64_t rec = RoundIntoBounds(std::min(best->tokens, growth_cap), spec, g);

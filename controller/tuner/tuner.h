@@ -20,9 +20,7 @@
 //      even with no measurement at all (the run died before its first step).
 //   2. The answer is below the current BucketSize (memory at the bound would
 //      exceed the target): step down to it, whatever the size of the change.
-//   3. Roll-backs at run time (metrics `rollbacks_runtime` > 0): the plan did
-//      not fit at run time, so never raise; keep the current value.
-//   4. Otherwise raise, to at most max_growth_factor x current (the line is
+//   3. Otherwise raise, to at most max_growth_factor x current (the line is
 //      extrapolated beyond what the run measured), and only when the raise is
 //      at least min_relative_change of the current value (hysteresis: no
 //      churn on noise).
@@ -60,7 +58,6 @@ struct RankObservation {
   // How capacity_bytes was obtained, for the reason text ("host memory
   // 62.7 GiB shared by 2 ranks"); "" when it is the device's as reported.
   std::string capacity_note;
-  int64_t runtime_rollbacks = 0;  // sum of the steps' rollbacks_runtime
 };
 
 struct TuningInput {

@@ -588,7 +588,7 @@ def check_monitors(c, docs, label, controller_selector):
     c.equal(
         f"{label}: PrometheusRule alerts",
         sorted(alerts),
-        ["SkrullBucketSizeExceeded", "SkrullJobStalled", "SkrullRuntimeRollbacks"],
+        ["SkrullBucketSizeExceeded", "SkrullJobStalled"],
     )
     c.check(
         f"{label}: stalledAfterSeconds reaches the alert and $labels survive templating",

@@ -37,8 +37,7 @@ double CheckWholeSteps(const std::string& text) {
   EXPECT_EQ(value(kTrainTokensTotal), steps * r.tokens);
   EXPECT_EQ(value(kPaddingTokensTotal), steps * r.padding_tokens);
   EXPECT_EQ(value(kMicroBatchesTotal), steps * r.micro_batches);
-  EXPECT_EQ(value(kSchedulerRollbacksTotal, {{kLabelLevel, kLevelRuntime}}),
-            steps * r.rollbacks.runtime);
+  EXPECT_EQ(value(kSchedulerRollbacksTotal, {{kLabelLevel, kLevelGds}}), steps * r.rollbacks.gds);
   EXPECT_EQ(value(kSequencesTotal, {{kLabelPlacement, kPlacementDistributed}}),
             steps * r.distributed_sequences);
   EXPECT_EQ(value(std::string(kStepDurationSeconds) + "_count"), steps);

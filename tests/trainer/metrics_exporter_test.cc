@@ -111,7 +111,7 @@ TEST(TrainerMetrics, EverySeriesCarriesTheIdentityLabels) {
 
 TEST(TrainerMetrics, LabelledFamiliesPreCreateEveryValueAtZero) {
   auto m = MakeMetrics();
-  for (const char* level : {kLevelDacp, kLevelGds, kLevelRuntime}) {
+  for (const char* level : {kLevelDacp, kLevelGds}) {
     EXPECT_EQ(Value(*m, kSchedulerRollbacksTotal, {{kLabelLevel, level}}), 0) << level;
   }
   for (const char* placement : {kPlacementLocal, kPlacementDistributed}) {
@@ -136,8 +136,6 @@ TEST(TrainerMetrics, CountersAccumulateTheStepsAmounts) {
   EXPECT_EQ(Value(*m, kSchedulerRollbacksTotal, {{kLabelLevel, kLevelDacp}}),
             3.0 * r.rollbacks.dacp);
   EXPECT_EQ(Value(*m, kSchedulerRollbacksTotal, {{kLabelLevel, kLevelGds}}), 3.0 * r.rollbacks.gds);
-  EXPECT_EQ(Value(*m, kSchedulerRollbacksTotal, {{kLabelLevel, kLevelRuntime}}),
-            3.0 * r.rollbacks.runtime);
   EXPECT_EQ(Value(*m, kSequencesTotal, {{kLabelPlacement, kPlacementLocal}}),
             3.0 * r.local_sequences);
   EXPECT_EQ(Value(*m, kSequencesTotal, {{kLabelPlacement, kPlacementDistributed}}),

@@ -48,7 +48,7 @@ metrics::StepRecord TestStepRecord(int64_t step) {
   r.memory_peak_bytes = 5ull << 30;
   r.memory_peak_allocated_bytes = 4ull << 30;
   r.memory_capacity_bytes = 80ull << 30;
-  r.rollbacks = {1, 2, 3};
+  r.rollbacks = {1, 2};
   r.local_sequences = 7;
   r.distributed_sequences = 2;
   r.micro_batches = 4;

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "common/file_util.h"
 #include "trainer/train/checkpoint.h"
 
@@ -60,7 +62,6 @@ TEST(TrainerState, JsonRoundTripKeepsEveryField) {
   s.train_seconds = 12.5;
   s.rollbacks_dacp = 1;
   s.rollbacks_gds = 2;
-  s.rollbacks_runtime = 3;
   auto back = ParseTrainerStateJson(TrainerStateToJson(s), "t.json");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->step, 31);
@@ -71,7 +72,20 @@ TEST(TrainerState, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back->loss_history[2], 1.25);
   EXPECT_EQ(back->loss_history_first_step, 28);
   EXPECT_EQ(back->tokens, 123456789);
-  EXPECT_EQ(back->rollbacks_runtime, 3);
+  EXPECT_EQ(TrainerStateToJson(*back), TrainerStateToJson(s));
+}
+
+// A checkpoint written while the state counted runtime roll-backs (always 0)
+// still resumes; the state no longer carries them.
+TEST(TrainerState, AStateWithTheOldRuntimeRollbacksStillParses) {
+  TrainerState s;
+  s.rng_state_hex = "00ff";
+  s.job_spec_hash = "abc";
+  auto j = nlohmann::json::parse(TrainerStateToJson(s));
+  EXPECT_FALSE(j["rollbacks"].contains("runtime"));
+  j["rollbacks"]["runtime"] = 0;
+  auto back = ParseTrainerStateJson(j.dump(), "t.json");
+  ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(TrainerStateToJson(*back), TrainerStateToJson(s));
 }
 

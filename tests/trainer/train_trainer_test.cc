@@ -334,7 +334,6 @@ TEST(Trainer, APlanRewrittenBeforeItRunsTrainsTheSameAndItsErrorStopsTraining) {
   };
   Result guarded = Train(testing::LoadJob(WriteJob(guarded_dir, f)), 0, o);
   ASSERT_TRUE(guarded.status.ok()) << guarded.status;
-  EXPECT_EQ(guarded.summary.rollbacks.runtime, 0);  // the scheduler's plans need no correction
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_NEAR(guarded.summary.history[i].loss, plain.summary.history[i].loss,
                 1e-5 * plain.summary.history[i].loss);

@@ -33,6 +33,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(HERE, "..", "tokenizer"))
 import hostile  # noqa: E402  (the cases and their model folders)
 
@@ -240,7 +241,9 @@ def resume_command(args):
         expect_resume_error(args, report, "LoRA checkpoint without its adapter", job,
                             [adapter, "resuming from " + ckpt,
                              "spec.model.lora is set, so the checkpoint must hold its LoRA "
-                             "adapter (adapter_model.safetensors)"])
+                             "adapter (adapter_model.safetensors)",
+                             "set spec.training.resumeFrom to a step-<N> folder this LoRA job "
+                             "wrote, or remove spec.model.lora"])
     with tempfile.TemporaryDirectory() as work:
         job, ckpt = checkpointed_job(args, work, 2)
         for attempt in range(args.blame_runs):

@@ -36,14 +36,14 @@ FailureRecord MakeFailureRecord(int rank, const std::string& run_id, const Statu
 }
 
 std::string FormatFailureRecord(const FailureRecord& r) {
-  nlohmann::ordered_json j;
-  j["schema"] = kFailureRecordSchema;
-  j["rank"] = r.rank;
-  j["run_id"] = r.run_id;
-  j["unix_micros"] = r.unix_micros;
-  j["cause"] = r.peer ? "peer" : "own";
-  j["status"] = r.status;
-  j["message"] = r.message;
+  const nlohmann::ordered_json j = {{"schema", kFailureRecordSchema},
+                                    {"rank", r.rank},
+                                    {"run_id", r.run_id},
+                                    {"unix_micros", r.unix_micros},
+                                    {"cause", r.peer ? "peer" : "own"},
+                                    {"status", r.status},
+                                    {"message", r.message}};
+  // A message is mostly ASCII; replace invalid UTF-8 rather than throw.
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 

@@ -58,7 +58,6 @@ inline constexpr char kSchedulerDurationSeconds[] = "skrull_scheduler_duration_s
 inline constexpr char kLabelLevel[] = "level";  // skrull_scheduler_rollbacks_total
 inline constexpr char kLevelDacp[] = "dacp";
 inline constexpr char kLevelGds[] = "gds";
-inline constexpr char kLevelRuntime[] = "runtime";
 
 inline constexpr char kLabelPlacement[] = "placement";  // skrull_sequences_total
 inline constexpr char kPlacementLocal[] = "local";

@@ -89,7 +89,6 @@ std::string FormatStepLine(const StepLine& line) {
   j["memory_static_bytes"] = r.memory_static_bytes;
   j["rollbacks_dacp"] = r.rollbacks.dacp;
   j["rollbacks_gds"] = r.rollbacks.gds;
-  j["rollbacks_runtime"] = r.rollbacks.runtime;
   j["local_sequences"] = r.local_sequences;
   j["distributed_sequences"] = r.distributed_sequences;
   j["micro_batches"] = r.micro_batches;
@@ -162,7 +161,6 @@ StatusOr<StepLine> ParseStepLine(std::string_view text) {
   SKRULL_ASSIGN_OR_RETURN(r.memory_static_bytes, f.OptionalUint("memory_static_bytes", 0));
   SKRULL_ASSIGN_OR_RETURN(r.rollbacks.dacp, f.RequiredUint("rollbacks_dacp"));
   SKRULL_ASSIGN_OR_RETURN(r.rollbacks.gds, f.RequiredUint("rollbacks_gds"));
-  SKRULL_ASSIGN_OR_RETURN(r.rollbacks.runtime, f.RequiredUint("rollbacks_runtime"));
   SKRULL_ASSIGN_OR_RETURN(r.local_sequences, f.RequiredUint("local_sequences"));
   SKRULL_ASSIGN_OR_RETURN(r.distributed_sequences, f.RequiredUint("distributed_sequences"));
   SKRULL_ASSIGN_OR_RETURN(r.micro_batches, f.RequiredUint("micro_batches"));

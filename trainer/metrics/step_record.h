@@ -35,10 +35,9 @@ struct PhaseSeconds {
 struct RollbackCounts {
   uint64_t dacp = 0;  // DACP turned a local placement into a distributed one to fit
   uint64_t gds = 0;   // GDS dropped a batching plan and re-batched with one more micro-batch
-  // A plan re-split at run time. 0 from this trainer: its plans fit BucketSize
-  // in the exact CP layout (scheduler/layout.h). Kept in the schema for the
-  // records, checkpoints and dashboards written before.
-  uint64_t runtime = 0;
+  // No plan is re-split at run time: the scheduler charges the exact CP layout
+  // (scheduler/layout.h). Lines written before may hold "rollbacks_runtime"
+  // (always 0); the parser ignores it.
 };
 
 struct StepRecord {

@@ -127,7 +127,6 @@ struct TrainerMetrics::Impl {
   Counter* micro_batches = nullptr;
   Counter* rollbacks_dacp = nullptr;
   Counter* rollbacks_gds = nullptr;
-  Counter* rollbacks_runtime = nullptr;
   Counter* sequences_local = nullptr;
   Counter* sequences_distributed = nullptr;
   Counter* time_compute = nullptr;
@@ -199,10 +198,9 @@ struct TrainerMetrics::Impl {
     auto& rollbacks = counter(kSchedulerRollbacksTotal,
                               "Scheduler roll-backs taken to respect BucketSize, by level: dacp "
                               "(local placement made distributed), gds (re-batched with one more "
-                              "micro-batch), runtime (guard refused a micro-batch).");
+                              "micro-batch).");
     rollbacks_dacp = &rollbacks.Add({{kLabelLevel, kLevelDacp}});
     rollbacks_gds = &rollbacks.Add({{kLabelLevel, kLevelGds}});
-    rollbacks_runtime = &rollbacks.Add({{kLabelLevel, kLevelRuntime}});
     auto& sequences = counter(kSequencesTotal,
                               "Sequences the rank ran, by placement: local (whole on one rank) or "
                               "distributed (a context-parallel shard).");
@@ -336,7 +334,6 @@ Status TrainerMetrics::RecordStep(const StepRecord& r) {
     m.micro_batches->Increment(static_cast<double>(r.micro_batches));
     m.rollbacks_dacp->Increment(static_cast<double>(r.rollbacks.dacp));
     m.rollbacks_gds->Increment(static_cast<double>(r.rollbacks.gds));
-    m.rollbacks_runtime->Increment(static_cast<double>(r.rollbacks.runtime));
     m.sequences_local->Increment(static_cast<double>(r.local_sequences));
     m.sequences_distributed->Increment(static_cast<double>(r.distributed_sequences));
     m.time_compute->Increment(r.phase_seconds.compute);

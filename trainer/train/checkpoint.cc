@@ -87,8 +87,7 @@ std::string TrainerStateToJson(const TrainerState& s) {
   j["initial_loss"] = Number(s.initial_loss);
   j["tokens"] = s.tokens;
   j["train_seconds"] = s.train_seconds;
-  j["rollbacks"] = {
-      {"dacp", s.rollbacks_dacp}, {"gds", s.rollbacks_gds}, {"runtime", s.rollbacks_runtime}};
+  j["rollbacks"] = {{"dacp", s.rollbacks_dacp}, {"gds", s.rollbacks_gds}};
   return j.dump(2) + "\n";
 }
 
@@ -154,7 +153,6 @@ StatusOr<TrainerState> ParseTrainerStateJson(const std::string& text, const std:
   const JsonFields rf = f.Nested("rollbacks", *rollbacks);
   SKRULL_ASSIGN_OR_RETURN(s.rollbacks_dacp, rf.RequiredInt("dacp"));
   SKRULL_ASSIGN_OR_RETURN(s.rollbacks_gds, rf.RequiredInt("gds"));
-  SKRULL_ASSIGN_OR_RETURN(s.rollbacks_runtime, rf.RequiredInt("runtime"));
   return s;
 }
 

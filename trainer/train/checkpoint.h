@@ -74,7 +74,6 @@ struct TrainerState {
   double train_seconds = 0;  // wall time of the steps (excluding checkpoints)
   int64_t rollbacks_dacp = 0;
   int64_t rollbacks_gds = 0;
-  int64_t rollbacks_runtime = 0;
 };
 
 std::string TrainerStateToJson(const TrainerState& state);

@@ -36,8 +36,7 @@ std::string SummaryToJson(const TrainSummary& s) {
   j["peak_memory_allocated_bytes"] = s.peak_memory_allocated_bytes;
   j["zero_stage"] = s.zero_stage;
   j["static_memory_bytes"] = s.static_memory_bytes;
-  j["rollbacks"] = {
-      {"dacp", s.rollbacks.dacp}, {"gds", s.rollbacks.gds}, {"runtime", s.rollbacks.runtime}};
+  j["rollbacks"] = {{"dacp", s.rollbacks.dacp}, {"gds", s.rollbacks.gds}};
   j["phase_seconds"] = {{"compute", Number(s.phase_seconds.compute)},
                         {"cp_comm_wait", Number(s.phase_seconds.cp_comm_wait)},
                         {"dp_comm_wait", Number(s.phase_seconds.dp_comm_wait)},

@@ -29,7 +29,6 @@ struct StepStats {
 struct RollbackTotals {
   int64_t dacp = 0;
   int64_t gds = 0;
-  int64_t runtime = 0;
 };
 
 // What a run did. Totals cover the whole run, including steps done before a

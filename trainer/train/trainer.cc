@@ -484,7 +484,9 @@ Status Run::Resume() {
       return loaded.WithContext(
           "resuming from " + *dir + ": spec.model.lora is set, so the checkpoint must hold its " +
           "LoRA adapter (" + kAdapterWeightsFile +
-          "); a checkpoint of a job without LoRA holds full model weights instead");
+          "); a checkpoint of a job without LoRA holds full model weights instead (set "
+          "spec.training.resumeFrom to a step-<N> folder this LoRA job wrote, or remove "
+          "spec.model.lora to resume the full weights)");
     }
   } else {
     SKRULL_RETURN_IF_ERROR(model_->LoadWeights((fs::path(*dir) / kModelWeightsFile).string()));
@@ -895,7 +897,7 @@ TrainSummary Run::Summary() const {
   s.peak_memory_allocated_bytes = run_peak_.allocated_bytes;
   s.zero_stage = job_.training.zero_stage;
   s.static_memory_bytes = StaticMemoryBytes();
-  s.rollbacks = {state_.rollbacks_dacp, state_.rollbacks_gds, state_.rollbacks_runtime};
+  s.rollbacks = {state_.rollbacks_dacp, state_.rollbacks_gds};
   s.eval_loss = state_.last_eval_loss;
   s.best_eval_loss = state_.best_eval_loss;
   s.best_eval_step = state_.best_eval_step;

@@ -17,8 +17,6 @@ constexpr char kMemory[] = "skrull_memory_peak_bytes{job=\"sft\"}[1h]";
 constexpr char kTokens[] = "skrull_rank_tokens_peak{job=\"sft\"}[1h]";
 constexpr char kCapacity[] = "max_over_time(skrull_memory_capacity_bytes{job=\"sft\"}[1h])";
 constexpr char kBucket[] = "last_over_time(skrull_bucket_size_tokens{job=\"sft\"}[1h])";
-constexpr char kRollbacks[] =
-    "max_over_time(skrull_scheduler_rollbacks_total{job=\"sft\",level=\"runtime\"}[1h])";
 
 json Labels(const char* name, int rank, const char* node = "node-a") {
   json m = {{"job", "sft"},
@@ -79,13 +77,12 @@ FakePrometheusApi TwoRankJob() {
                                {1, {{1700000000.001, 1500}, {1700000000.501, 2500}}}}));
   api.SetData(kCapacity, Vector({{0, 64 * kGiB}, {1, 64 * kGiB}}));
   api.SetData(kBucket, Vector({{0, 4096}, {1, 4096}}));
-  api.SetData(kRollbacks, Vector({{0, 0}, {1, 3}}));
   return api;
 }
 
 TEST(PrometheusSource, SendsTheDocumentedQueries) {
   EXPECT_EQ(PrometheusSourceQueries(Options()),
-            (std::vector<std::string>{kMemory, kTokens, kCapacity, kBucket, kRollbacks}));
+            (std::vector<std::string>{kMemory, kTokens, kCapacity, kBucket}));
   PrometheusSourceOptions o = Options();
   o.job = "a\"b";
   o.window = "30m";
@@ -108,13 +105,11 @@ TEST(PrometheusSource, PairsMemoryAndTokensByScrapeAndSplitsSharedHostMemory) {
             (std::vector<MemoryPoint>{{1000, (1024 + 1000) * mib}, {2000, (1024 + 2000) * mib}}));
   EXPECT_EQ(in->ranks[0].capacity_bytes, static_cast<uint64_t>(32 * kGiB));
   EXPECT_EQ(in->ranks[0].capacity_note, "host memory 64.0 GiB shared by 2 ranks on node node-a");
-  EXPECT_EQ(in->ranks[1].runtime_rollbacks, 3);
 
   // Without sharing (a GPU job) the capacity stands; the tuner fits the line.
   in = ReadPrometheus(&api, Options());
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_EQ(in->ranks[0].capacity_bytes, static_cast<uint64_t>(64 * kGiB));
-  in->ranks[1].runtime_rollbacks = 0;
   StatusOr<TuningDecision> d = Tune(*in, api::TuningSpec{true, 0.5, 1024, 1 << 20});
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->method, FitMethod::kLeastSquares);

@@ -152,21 +152,6 @@ TEST(Tune, AtTheTargetItKeepsTheValue) {
   EXPECT_EQ(d->recommended_bucket_size_tokens, kH100Target);
 }
 
-TEST(Tune, RuntimeRollbacksNeverRaise) {
-  TuningInput in = H100Run();
-  in.ranks[0].runtime_rollbacks = 3;
-  StatusOr<TuningDecision> d = Tune(in, Spec());
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_FALSE(d->change);
-  EXPECT_EQ(d->recommended_bucket_size_tokens, 26624);
-  EXPECT_NE(d->reason.find("3 runtime roll-back(s) in the run, so not raising"), std::string::npos);
-  // ...but still lower when memory says so.
-  in.bucket_size_tokens = 40960;
-  d = Tune(in, Spec());
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->recommended_bucket_size_tokens, kH100Target);
-}
-
 TEST(Tune, AfterAnOutOfMemoryDeathStepsDownToTheFitWhenItIsLower) {
   // 40960 tokens needed 87.3 GiB of 80: the fit of the steps before says 32714.
   TuningInput in = H100Run(40960);
@@ -337,7 +322,6 @@ TEST(Tune, RecommendationsStayInBoundsAndStepDownAfterOutOfMemory) {
     for (int k = 0; k < n; ++k)
       tokens.push_back(std::uniform_int_distribution<int64_t>(1, 100000)(rng));
     in.ranks.push_back(LinearRank(0, uni(0, 60) * kGiB, uni(0.01, 4) * kMiB, tokens, 80 * kGiB));
-    in.ranks[0].runtime_rollbacks = i % 5 == 0 ? 1 : 0;
     in.died_of_memory = i % 3 == 0;
     StatusOr<TuningDecision> d = Tune(in, Spec(lo, hi, uni(0.5, 1.0)));
     ASSERT_TRUE(d.ok()) << d.status();
@@ -352,9 +336,6 @@ TEST(Tune, RecommendationsStayInBoundsAndStepDownAfterOutOfMemory) {
       if (cur > lo + 256) {
         EXPECT_LT(rec, cur) << d->reason;
       }
-    }
-    if (in.ranks[0].runtime_rollbacks > 0 && cur >= lo && cur <= hi) {
-      EXPECT_LE(rec, cur) << d->reason;
     }
   }
 }
