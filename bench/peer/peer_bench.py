@@ -94,38 +94,38 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def skrull_job(args, policy, steps, warmup):
+def skrull_job(args, policy, warmup):
     out = pathlib.Path(args.out)
     return f"""apiVersion: skrull.io/v1alpha1
 kind: SkrullJob
 metadata:
-    name: peer-{policy}
+  name: peer-{policy}
 spec:
-    model:
-        config: {out / 'model' / 'config.json'}
-        weights: {out / 'model'}
-    data:
-        path: {out / 'data.jsonl'}
-        format: tokenized-jsonl
-    parallelism: {{nodes: 1, procsPerNode: 2, dataParallel: 2, contextParallel: 1}}
-    scheduler:
-        policy: {policy}
-        bucketSize: {args.bucket}
-        batchSize: {args.batch}
-        seed: {args.seed}
-    training:
-        epochs: 1
-        learningRate: {args.lr}
-        warmupSteps: {warmup}
-        schedule: cosine
-        minLrRatio: {MIN_LR_RATIO}
-        adamBeta2: {ADAM_BETA2}
-        precision: fp32
-        outputDir: {out / ('skrull-' + policy)}
-    resources:
-        gpusPerProc: 0
-    metrics:
-        port: 0
+  model:
+    config: {out / 'model' / 'config.json'}
+    weights: {out / 'model'}
+  data:
+    path: {out / 'data.jsonl'}
+    format: tokenized-jsonl
+  parallelism: {{nodes: 1, procsPerNode: 2, dataParallel: 2, contextParallel: 1}}
+  scheduler:
+    policy: {policy}
+    bucketSize: {args.bucket}
+    batchSize: {args.batch}
+    seed: {args.seed}
+  training:
+    epochs: 1
+    learningRate: {args.lr}
+    warmupSteps: {warmup}
+    schedule: cosine
+    minLrRatio: {MIN_LR_RATIO}
+    adamBeta2: {ADAM_BETA2}
+    precision: fp32
+    outputDir: {out / ('skrull-' + policy)}
+  resources:
+    gpusPerProc: 0
+  metrics:
+    port: 0
 """
 
 
@@ -252,7 +252,7 @@ def main(argv):
             skrull_steps_n = math.ceil(len(lengths) / (2 * args.batch))
             warmup = max(1, skrull_steps_n // 10)
             for policy in args.policies:
-                (out / f"skrull-{policy}.yaml").write_text(skrull_job(args, policy, skrull_steps_n, warmup))
+                (out / f"skrull-{policy}.yaml").write_text(skrull_job(args, policy, warmup))
             print(f"[peer] {len(lengths)} sequences, {sum(lengths)} tokens, mean {sum(lengths) / len(lengths):.0f}, "
                   f"longest {max(lengths)}; skrull: {skrull_steps_n} steps of {2 * args.batch} sequences "
                   f"(~{global_tokens} tokens), warmup {warmup}", flush=True)
