@@ -26,34 +26,44 @@ if [ ! -x "$base/usr/bin/apt-get" ]; then
     { log "debootstrap failed; see $base.debootstrap.log"; exit 2; }
 fi
 
-mounts=()
-unmount_all() {  # reverse order; never leave /dev or /proc bound into the root
-  local i
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[$i]}" 2>/dev/null || true; done
-  mounts=()
-}
-trap unmount_all EXIT
-
-rm -rf "$run"
+# A run killed before its trap may have left its mounts: never remove through them.
+umount -R -l "$run/dev" "$run/proc" "$run/sys" 2>/dev/null || true
+if grep -q " $run/" /proc/mounts; then log "still mounted under $run: unmount it first"; exit 2; fi
+rm -rf --one-file-system "$run"
 cp -a "$base" "$run"
 cp /etc/resolv.conf "$run/etc/resolv.conf"
-for m in /proc /sys /dev /dev/pts /dev/shm; do
-  mount --bind "$m" "$run$m"
-  mounts+=("$run$m")
-done
+# /dev with its submounts (pts, shm) as a slave, so nothing here propagates
+# back; one recursive unmount undoes all of it, whatever way this script ends,
+# after the processes still running in the root (if it is cut short) end.
+cleanup() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" = "$run" ] && kill "${p#/proc/}" 2>/dev/null
+  done
+  umount -R -l "$run/dev" "$run/proc" "$run/sys" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap "exit 130" INT TERM
+mount --rbind /dev "$run/dev" && mount --make-rslave "$run/dev"
+mount -t proc proc "$run/proc"
+mount -t sysfs sysfs "$run/sys"
 git clone -q "$SKRULL_ROOT" "$run/root/skrull"
 log "fresh clone of $(git -C "$SKRULL_ROOT" rev-parse --short HEAD) in $run/root/skrull"
 
 out="$run/quickstart.log"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 start="$(date +%s)"
-chroot "$run" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  HOME=/root LANG=C.UTF-8 nice -n 10 bash -c "cd /root/skrull && scripts/quickstart.sh $job" \
-  >"$out" 2>&1 &
+# The CPU seconds of everything the command ran (bash's `time`): about what
+# it would take on an idle machine of this many cores, divided by them.
+(
+  TIMEFORMAT='%U s user + %S s system CPU'
+  time chroot "$run" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOME=/root LANG=C.UTF-8 nice -n 10 bash -c "cd /root/skrull && scripts/quickstart.sh $job" >"$out" 2>&1
+) 2>"$run/cpu.txt" &
 pid=$!
 first=""
 while kill -0 "$pid" 2>/dev/null; do
-  if [ -z "$first" ] && grep -q 'step 1/' "$out"; then
+  if [ -z "$first" ] && grep -q 'step 1/' "$out" 2>/dev/null; then
     first=$(($(date +%s) - start))
     log "first step after ${first} s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   fi
@@ -66,5 +76,6 @@ total=$(($(date +%s) - start))
 log "exit $rc; log: $out"
 echo "fresh clone -> first step: ${first} s; -> end of job: ${total} s;" \
   "load average before: ${load_before}; after: $(cut -d' ' -f1-3 /proc/loadavg);" \
-  "$(nproc) cores; packages installed by the command: $(grep -o 'installing [0-9]* missing' "$out" || echo none)"
+  "$(nproc) cores; $(cat "$run/cpu.txt");" \
+  "packages: $(grep -o '[0-9]* newly installed' "$out" || echo none)"
 exit "$rc"
