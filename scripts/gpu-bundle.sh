@@ -38,11 +38,12 @@ make_venv() {
   local have=""
   [ -x "$venv/bin/python" ] &&
     have="$("$venv/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null || true)"
-  if [ "${have%%+*}" != "$TORCH_VERSION" ] || [ ! -x "$(site_packages)/nvidia/cu13/bin/nvcc" ]; then
+  if [ "${have%%+*}" != "$TORCH_VERSION" ] || [ ! -x "$(site_packages)/nvidia/cu13/bin/nvcc" ] ||
+    [ ! -e "$(site_packages)/nvidia/cu13/include/nv/target" ]; then
     log "installing torch $TORCH_VERSION and the CUDA $CUDA_WHEELS_VERSION compiler wheels into $venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q "torch==$TORCH_VERSION" \
-      "cuda-toolkit[nvcc,crt,nvvm]==$CUDA_WHEELS_VERSION" ||
+      "cuda-toolkit[nvcc,crt,nvvm,cccl]==$CUDA_WHEELS_VERSION" ||
       { log "pip install into $venv failed (is PyPI reachable?)"; exit 1; }
   fi
   # The wheels install the toolkit as nvidia/cu13/{bin,include,lib}; nvcc's
@@ -60,8 +61,12 @@ make_venv() {
 site_packages() { "$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 
 configure_and_build() {
-  local cuda prefix
+  local cuda prefix nccl_include
   cuda="$(site_packages)/nvidia/cu13"
+  # torch's ProcessGroupNCCL.hpp includes <nccl.h>, which the NCCL wheel keeps
+  # beside its library; the trainer calls no NCCL function itself.
+  nccl_include="$(site_packages)/nvidia/nccl/include"
+  [ -f "$nccl_include/nccl.h" ] || { log "no nccl.h in $nccl_include (torch's nvidia-nccl wheel)"; exit 1; }
   prefix="$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
   # ccache hits from any clone: paths relative to the checkout.
   export CCACHE_BASEDIR="$SKRULL_ROOT" CCACHE_NOHASHDIR=1
@@ -70,7 +75,7 @@ configure_and_build() {
   # torch's own flags; the trainer has no .cu files).
   cmake -S "$SKRULL_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DSKRULL_WITH_CUDA=ON -DSKRULL_BUILD_TESTS=ON -DSKRULL_BUILD_BENCHMARKS=OFF \
-    -DCMAKE_SKIP_RPATH=ON -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_SKIP_RPATH=ON -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_FLAGS="-isystem $nccl_include" \
     -DCUDA_TOOLKIT_ROOT_DIR="$cuda" -DCUDAToolkit_ROOT="$cuda" -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 >"$build.configure.log" 2>&1 ||
     { log "configure failed; see $build.configure.log"; exit 1; }
