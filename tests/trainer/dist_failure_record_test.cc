@@ -56,10 +56,10 @@ FailedRank WithRecord(bool peer, int64_t micros, int64_t seen) {
   return f;
 }
 
-FailedRank Without(int64_t seen, bool by_signal, bool stopped) {
+FailedRank Without(int64_t seen, int signal, bool stopped) {
   FailedRank f;
   f.seen_unix_micros = seen;
-  f.killed_by_signal = by_signal;
+  f.signal = signal;
   f.stopped_by_launcher = stopped;
   return f;
 }
@@ -76,14 +76,17 @@ TEST(PickFailedRank, AmongOwnErrorsTheEarliestRecord) {
 
 TEST(PickFailedRank, ACrashBeatsAPeerFailureAndAStoppedRankIsNeverFirst) {
   // Rank 1 died of SIGSEGV (no record); rank 0's collective failed after it.
-  EXPECT_EQ(PickFailedRank({WithRecord(true, 100, 150), Without(200, true, false)}), 1u);
+  EXPECT_EQ(PickFailedRank({WithRecord(true, 100, 150), Without(200, SIGSEGV, false)}), 1u);
+  // The same when rank 0's exit was seen first and the launcher had signalled
+  // rank 1 meanwhile: SIGSEGV is not a signal the launcher sends.
+  EXPECT_EQ(PickFailedRank({WithRecord(true, 100, 150), Without(200, SIGSEGV, true)}), 1u);
   // A rank the launcher killed (SIGTERM) is blamed only when nothing else failed.
-  EXPECT_EQ(PickFailedRank({Without(100, true, true), Without(300, false, false)}), 1u);
-  EXPECT_EQ(PickFailedRank({Without(100, true, true)}), 0u);
+  EXPECT_EQ(PickFailedRank({Without(100, SIGTERM, true), Without(300, 0, false)}), 1u);
+  EXPECT_EQ(PickFailedRank({Without(100, SIGKILL, true)}), 0u);
 }
 
 TEST(PickFailedRank, WithoutRecordsTheFirstExitSeen) {
-  EXPECT_EQ(PickFailedRank({Without(300, false, false), Without(200, false, false)}), 1u);
+  EXPECT_EQ(PickFailedRank({Without(300, 0, false), Without(200, 0, false)}), 1u);
 }
 
 }  // namespace

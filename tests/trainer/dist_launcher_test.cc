@@ -414,6 +414,29 @@ TEST(LauncherProcesses, BlamesTheRankThatFailedFirstNotThePeerThatExitedFirst) {
   std::filesystem::remove_all(dir);
 }
 
+// A rank that crashes (SIGSEGV) is blamed over a peer whose collective failed,
+// although the peer's exit came first and the launcher had sent the crashing
+// rank SIGTERM meanwhile; the report names the signal and shows its log.
+TEST(LauncherProcesses, BlamesACrashOverThePeerWhoseExitCameFirst) {
+  const std::string dir = MakeTempDir();
+  const std::string script =
+      "d=$SKRULL_OUTPUT_DIR/ranks/rank-$SKRULL_RANK; mkdir -p $d; "
+      "if [ \"$SKRULL_RANK\" = 1 ]; then trap '' TERM; echo 'dividing by zero'; sleep 0.5; "
+      "kill -SEGV $$; fi; sleep 0.1; printf '{\"schema\": 1, \"rank\": 0, \"run_id\": "
+      "\"%s\", \"unix_micros\": %s, \"cause\": \"peer\"}' $SKRULL_RUN_ID $(date +%s%6N) "
+      "> $d/failure.json; exit 1";
+  PosixProcessSpawner spawner;
+  auto r = RunNode(ShellOptions(dir, 2, script), &spawner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->failure.has_value());
+  EXPECT_EQ(r->failure->rank, 1) << r->Describe();
+  EXPECT_EQ(r->failure->exit.signal, SIGSEGV);
+  EXPECT_EQ(r->ExitCode(), 128 + SIGSEGV);
+  EXPECT_NE(r->Describe().find("signal 11"), std::string::npos) << r->Describe();
+  EXPECT_NE(r->Describe().find("dividing by zero"), std::string::npos) << r->Describe();
+  std::filesystem::remove_all(dir);
+}
+
 // A record left by an earlier launch is removed before the ranks start: it
 // cannot make this launch blame a rank that only followed.
 TEST(LauncherProcesses, AnEarlierLaunchsFailureRecordIsNotThisOnes) {

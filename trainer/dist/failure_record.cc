@@ -1,6 +1,7 @@
 #include "trainer/dist/failure_record.h"
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <tuple>
 
@@ -86,10 +87,14 @@ std::optional<FailureRecord> ReadFailureRecord(const std::string& output_dir, in
 
 namespace {
 
+bool LauncherMaySendSignal(int signal) {
+  return signal == SIGTERM || signal == SIGKILL || signal == SIGINT || signal == SIGHUP;
+}
+
 // Smaller is stronger evidence of having failed first (the header's classes).
 int EvidenceClass(const FailedRank& f) {
   if (f.record && !f.record->peer) return 1;
-  if (f.killed_by_signal && !f.stopped_by_launcher) return 1;
+  if (f.signal != 0 && !(f.stopped_by_launcher && LauncherMaySendSignal(f.signal))) return 1;
   if (!f.record && !f.stopped_by_launcher) return 2;
   if (f.record) return 3;
   return 4;

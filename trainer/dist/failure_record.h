@@ -70,14 +70,16 @@ std::optional<FailureRecord> ReadFailureRecord(const std::string& output_dir, in
 // One rank that ended unsuccessfully, as the launcher saw it.
 struct FailedRank {
   std::optional<FailureRecord> record;
-  bool killed_by_signal = false;     // ended by a signal (any)
+  int signal = 0;                    // the signal that ended it; 0 if it exited
   bool stopped_by_launcher = false;  // the launcher had signalled it
   int64_t seen_unix_micros = 0;      // when the launcher saw it end
 };
 
 // Index into `ranks` of the rank to blame, in this order of evidence:
 //   1. a record of its own failure (not a peer's), or a death by a signal the
-//      launcher did not send (a crash);
+//      launcher did not send (a crash: SIGSEGV, SIGFPE, SIGABRT, ..., even
+//      after the launcher signalled it; it sends SIGTERM and SIGKILL and
+//      forwards SIGINT, SIGTERM and SIGHUP);
 //   2. a failed exit without a record, the launcher not having signalled it;
 //   3. a record of a peer failure;
 //   4. anything else (stopped by the launcher).

@@ -133,7 +133,7 @@ void BlameFirstFailure(const LaunchOptions& options, const std::string& run_id,
     FailedRank f;
     if (!options.output_dir.empty())
       f.record = ReadFailureRecord(options.output_dir, r.rank, run_id);
-    f.killed_by_signal = r.exit.signal != 0;
+    f.signal = r.exit.signal;
     f.stopped_by_launcher = r.stopped_by_launcher;
     f.seen_unix_micros = seen_unix_micros[i];
     failed.push_back(std::move(f));
@@ -491,22 +491,30 @@ StatusOr<LaunchResult> RunNode(const LaunchOptions& options, ProcessSpawner* spa
       kill_deadline = std::chrono::steady_clock::now() + options.kill_grace;
       signal_running(pending);
     }
-    auto exit = spawner->WaitAny(std::chrono::milliseconds(20));
-    if (exit) {
+    // Notes an exit; true when it is the run's first failure.
+    auto note_exit = [&](const ProcessExit& exit) {
       for (size_t i = 0; i < result.ranks.size(); ++i) {
-        if (done[i] || result.ranks[i].pid != exit->pid) continue;
+        if (done[i] || result.ranks[i].pid != exit.pid) continue;
         done[i] = true;
         --remaining;
-        result.ranks[i].exit = *exit;
+        result.ranks[i].exit = exit;
         seen_unix_micros[i] = UnixMicrosNow();
-        if (!exit->success() && !failure_seen && !result.ranks[i].stopped_by_launcher &&
+        if (!exit.success() && !failure_seen && !result.ranks[i].stopped_by_launcher &&
             result.interrupted_by_signal == 0) {
           failure_seen = true;
-          teardown_start = std::chrono::steady_clock::now();
-          kill_deadline = *teardown_start + options.kill_grace;
-          signal_running(SIGTERM);
+          return true;
         }
       }
+      return false;
+    };
+    auto exit = spawner->WaitAny(std::chrono::milliseconds(20));
+    if (exit && note_exit(*exit)) {
+      teardown_start = std::chrono::steady_clock::now();
+      kill_deadline = *teardown_start + options.kill_grace;
+      // Ranks that already ended (the one that failed first, often) are
+      // noted as ending on their own, not as stopped by this SIGTERM.
+      while (auto ended = spawner->WaitAny(std::chrono::milliseconds(0))) note_exit(*ended);
+      signal_running(SIGTERM);
     }
     if (kill_deadline && !killed && std::chrono::steady_clock::now() >= *kill_deadline) {
       killed = true;
