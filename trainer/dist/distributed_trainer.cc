@@ -4,6 +4,7 @@
 
 #include "common/file_util.h"
 #include "trainer/model/attention.h"
+#include "trainer/model/torch_compat.h"
 
 namespace skrull::dist {
 
@@ -36,11 +37,16 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
                                                     DistributedRunOptions options,
                                                     CommTotals* totals) {
   const RankLayout& layout = env.layout;
-  const RendezvousOptions ro =
-      RendezvousOptionsFor(env, TrainingBackend(job, options.trainer.device));
+  // The trainer picks the same device from the same inputs (train/trainer.cc).
+  SKRULL_ASSIGN_OR_RETURN(
+      const RankDevice device,
+      ChooseRankDevice(options.trainer.device, job.resources.gpus_per_proc, layout.local_rank(),
+                       layout.procs_per_node(), model::compat::CudaDeviceCount()));
+  RendezvousOptions ro = RendezvousOptionsFor(env, TrainingBackend(device), job);
+  ro.cuda_device = device.index;
   SKRULL_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroups> groups, ProcessGroups::Create(layout, ro));
 
-  C10dCollectives collectives(&groups->world(), options.collectives);
+  C10dCollectives collectives(&groups->world(), options.collectives, &groups->store());
   std::shared_ptr<CpAttentionStats> cp_stats;
   CpGroupSet cp_groups{&groups->cp(), {}};
   for (Group& g : groups->cp_sub_groups()) cp_groups.sub_groups.push_back(&g);

@@ -35,10 +35,16 @@
 // has the run's peaks. An out-of-memory error (c10::OutOfMemoryError) ends the
 // run with an OutOfMemory status after writing <outputDir>/oom[-rank<r>].json
 // (trainer/metrics/oom_record.h); a run that starts removes its rank's old one.
+// One raised inside a gradient hook (packing a bucket for the reduction that
+// overlaps backward) reaches every rank: the rank still joins the step's
+// collectives (collectives.h, GradientReducer), the step's scalar all-reduce
+// carries the flag, and every rank writes its record and returns OutOfMemory.
 //
-// Device and precision: CUDA (cuda:<local rank>) when resources.gpusPerProc
-// > 0 and a GPU is visible, else CPU. CPU runs train in float32 (a bf16 spec
-// is run in float32 on CPU, with a notice).
+// Device and precision: dist::ChooseRankDevice (trainer/dist/rank_device.h),
+// the rule the NCCL groups follow: under `auto`, CUDA (cuda:<local rank>) when
+// resources.gpusPerProc > 0 and a GPU is visible, else CPU; never two ranks
+// of a node on one GPU. CPU runs train in float32 (a bf16 spec is run in
+// float32 on CPU, with a notice).
 //
 // Outputs under <outputDir>: checkpoints/ (checkpoint.h), metrics.jsonl
 // (rank 0; metrics-rank<r>.jsonl for other ranks), and summary.json
@@ -94,6 +100,11 @@ struct TrainerOptions {
   // N's micro-batches throw c10::OutOfMemoryError as a CUDA allocation that
   // does not fit would. -1 = never.
   int64_t out_of_memory_at_step = -1;
+  // Test hook (SKRULL_TEST_OOM_IN_GRAD_HOOK_AT_STEP, for the ranks
+  // SKRULL_TEST_OOM_IN_GRAD_HOOK_RANK names): packing a gradient bucket
+  // inside a gradient hook at step N throws c10::OutOfMemoryError (see
+  // GradientReducer). -1 = never.
+  int64_t out_of_memory_in_gradient_hook_at_step = -1;
 };
 
 // Trains the rank `layout` places in `job`: the process's rank, its DP and CP
