@@ -106,13 +106,13 @@ class ShrinkingCapacity : public FakeAllocator {
 TEST(TrainerMemory, CapacityIsReadAgainAfterTheFirstStep) {
   TempDir dir;
   JobFiles f;
-  f.steps = 2;
+  f.steps = 3;
   TrainerOptions o;
   o.device_memory = [](c10::Device) { return std::make_unique<ShrinkingCapacity>(); };
   testing::TrainResult r = testing::TrainInProcess(testing::LoadJob(WriteJob(dir, f)), 0, o);
   ASSERT_TRUE(r.status.ok()) << r.status << "\n" << r.log;
   const std::vector<json> lines = MetricsLines(dir / "out/metrics.jsonl");
-  ASSERT_EQ(lines.size(), 2u);
+  ASSERT_EQ(lines.size(), 3u);
   for (const json& line : lines) {
     EXPECT_EQ(line["memory_capacity_bytes"].get<uint64_t>(), 76 * kGiB) << line;
   }
