@@ -384,7 +384,8 @@ TEST(C10dCollectives, CollectivesTimeOutAfterTheCollectiveTimeoutNotTheRendezvou
     EXPECT_TRUE(coll.AllReduceSum(&v).ok());
     EXPECT_EQ(v[0], 2.0);
     if (rank == 1) {
-      std::this_thread::sleep_for(std::chrono::seconds(12));  // joins nothing more
+      // Joins nothing more, but stays until rank 0 is done.
+      (*g)->store().wait({"rank0-done"}, std::chrono::seconds(60));
       return Result();
     }
     auto start = std::chrono::steady_clock::now();
@@ -398,6 +399,7 @@ TEST(C10dCollectives, CollectivesTimeOutAfterTheCollectiveTimeoutNotTheRendezvou
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
     EXPECT_LT(seconds, 10.0) << "the collective waited for more than its 3 s timeout";
+    (*g)->store().set("rank0-done", std::vector<uint8_t>{1});
     return Result();
   });
   EXPECT_TRUE(st.ok()) << st;

@@ -161,6 +161,8 @@ class ProcessGroups {
 
  private:
   ProcessGroups() = default;
+  // Declared in creation order, so they are destroyed (and their
+  // communicators torn down) in reverse: sub-groups, dp, cp, world, store.
   RankLayout layout_;
   c10::intrusive_ptr<c10d::Store> store_;
   Group world_;

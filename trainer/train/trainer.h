@@ -30,8 +30,9 @@
 //
 // Memory (device_memory.h): every step records this rank's memory peak (CUDA:
 // the caching allocator's reserved and allocated peaks of that step; CPU: the
-// process's peak RSS) and the capacity (CUDA: the device's total memory; CPU:
-// host memory) in metrics.jsonl and the skrull_memory_* gauges; summary.json
+// process's peak RSS) and the capacity (CUDA: free device memory plus the
+// allocator's reservation, re-read after the first step; CPU: host memory)
+// in metrics.jsonl and the skrull_memory_* gauges; summary.json
 // has the run's peaks. An out-of-memory error (c10::OutOfMemoryError) ends the
 // run with an OutOfMemory status after writing <outputDir>/oom[-rank<r>].json
 // (trainer/metrics/oom_record.h); a run that starts removes its rank's old one.
