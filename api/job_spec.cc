@@ -72,7 +72,7 @@ auto Fields(const TrainingSpec& t) {
   return std::tie(t.steps, t.epochs, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,
                   t.weight_decay, t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.grad_clip,
                   t.precision, t.checkpoint_every, t.output_dir, t.resume_from, t.log_every,
-                  t.zero_stage, t.recompute);
+                  t.collective_timeout_seconds, t.zero_stage, t.recompute);
 }
 auto Fields(const CheckpointSpec& c) { return std::tie(c.keep_last); }
 auto Fields(const MetricsSpec& m) { return std::tie(m.port, m.pushgateway, m.address); }

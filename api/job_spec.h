@@ -251,6 +251,15 @@ struct TrainingSpec {
   std::string output_dir;        // default: runs/<metadata.name> (OutputDirOf)
   std::string resume_from;       // checkpoint dir, or "latest" in output_dir; empty = fresh
   int64_t log_every = 1;         // steps between progress lines
+  // YAML: collectiveTimeoutSeconds. How long a rank waits in one collective
+  // (gradient reduction, barrier, CP exchange) before NCCL's watchdog or
+  // Gloo gives up; distinct from the rendezvous timeout (the launcher's
+  // SKRULL_RENDEZVOUS_TIMEOUT_SECONDS, 300 s). Long enough for rank 0 to
+  // write a large checkpoint while the others wait. Default 30 minutes,
+  // c10d's kProcessGroupDefaultTimeout (torch/csrc/distributed/c10d/
+  // ProcessGroup.hpp); NCCL's own default would be 10 minutes
+  // (kProcessGroupNCCLDefaultTimeout, ProcessGroupNCCL.hpp).
+  int64_t collective_timeout_seconds = 1800;
   // ZeRO stage (docs/job-spec.md): 0 = every rank keeps full fp32 master
   // weights, AdamW moments and gradients (as PyTorch DDP and DeepSpeed's own
   // default); 1 = master weights and optimizer state partitioned over all

@@ -105,6 +105,7 @@ void ParseTraining(MapReader& m, TrainingSpec* t) {
   m.Read("outputDir", &t->output_dir);
   m.Read("resumeFrom", &t->resume_from);
   m.Read("logEvery", &t->log_every);
+  m.Read("collectiveTimeoutSeconds", &t->collective_timeout_seconds);
   m.Read("zeroStage", &t->zero_stage);
   m.ReadEnum("recompute", kRecomputeNames, &t->recompute);
 }

@@ -245,6 +245,11 @@ std::string ToYaml(const JobSpec& s) {
       .Str("outputDir", t.output_dir)
       .Str("resumeFrom", t.resume_from)
       .Int("logEvery", t.log_every);
+  // Only when not the default, as zeroStage: documents of jobs without it
+  // are unchanged.
+  if (t.collective_timeout_seconds != TrainingSpec().collective_timeout_seconds) {
+    w.Int("collectiveTimeoutSeconds", t.collective_timeout_seconds);
+  }
   // Only when set, as maxLineBytes: JobSpecHash of stage-0 jobs is unchanged.
   if (t.zero_stage != 0) w.Int("zeroStage", t.zero_stage);
   // Only when set, as zeroStage.

@@ -367,6 +367,7 @@ void CheckTraining(const TrainingSpec& t, Checker& c) {
   c.AtLeast(base + "gradClip", t.grad_clip, 0.0);
   c.InRange(base + "checkpointEvery", t.checkpoint_every, 0, kMaxSteps);
   c.InRange(base + "logEvery", t.log_every, 1, kMaxSteps);
+  c.InRange(base + "collectiveTimeoutSeconds", t.collective_timeout_seconds, 1, kMaxSeconds);
   c.InRange(base + "zeroStage", int64_t{t.zero_stage}, 0, 2);
 }
 

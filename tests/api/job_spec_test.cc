@@ -71,6 +71,7 @@ JobSpec EverythingSet() {
   t.output_dir = "/runs/full";
   t.resume_from = "latest";
   t.log_every = 10;
+  t.collective_timeout_seconds = 7200;
   t.zero_stage = 2;
   s.metrics = {0, "https://push.example.com:9091", "::"};
   s.resources = {0, "8", "64Gi"};
@@ -176,6 +177,19 @@ TEST(LoadJobSpec, ZeroStageDefaultsToZeroAndIsWrittenOnlyWhenSet) {
   JobSpec s = MustLoad(JobYaml().Set("spec.training.zeroStage", "2").Text());
   EXPECT_EQ(s.training.zero_stage, 2);
   EXPECT_NE(ToYaml(s).find("    zeroStage: 2\n"), std::string::npos) << ToYaml(s);
+  EXPECT_EQ(MustLoad(ToYaml(s)), s);
+  EXPECT_NE(s, minimal);
+}
+
+// Guards the collective timeout as its own field: 30 minutes by default (not
+// the 300 s rendezvous timeout), written only when set, and read back.
+TEST(LoadJobSpec, CollectiveTimeoutDefaultsToHalfAnHourAndIsWrittenOnlyWhenSet) {
+  const JobSpec minimal = MustLoad(kMinimalJob);
+  EXPECT_EQ(minimal.training.collective_timeout_seconds, 1800);
+  EXPECT_EQ(ToYaml(minimal).find("collectiveTimeoutSeconds"), std::string::npos);
+  JobSpec s = MustLoad(JobYaml().Set("spec.training.collectiveTimeoutSeconds", "7200").Text());
+  EXPECT_EQ(s.training.collective_timeout_seconds, 7200);
+  EXPECT_NE(ToYaml(s).find("    collectiveTimeoutSeconds: 7200\n"), std::string::npos) << ToYaml(s);
   EXPECT_EQ(MustLoad(ToYaml(s)), s);
   EXPECT_NE(s, minimal);
 }

@@ -284,6 +284,8 @@ TEST(Validate, Training) {
       {"spec.training.checkpointEvery", "-10",
        "spec.training.checkpointEvery: must be in 0..2147483647 (got -10)"},
       {"spec.training.logEvery", "0", "spec.training.logEvery: must be in 1..2147483647 (got 0)"},
+      {"spec.training.collectiveTimeoutSeconds", "0",
+       "spec.training.collectiveTimeoutSeconds: must be in 1..2147483647 (got 0)"},
       {"spec.training.zeroStage", "3", "spec.training.zeroStage: must be in 0..2 (got 3)"},
       {"spec.training.zeroStage", "-1", "spec.training.zeroStage: must be in 0..2 (got -1)"},
       {"spec.training.outputDir", "{a: b}",

@@ -2,6 +2,7 @@
 // loopback).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
 
 #include <unistd.h>
 
@@ -304,6 +305,101 @@ TEST(C10dCollectives, ReducerOverMasterGradientsMatchesReducingAfterBackwardForB
             << "step " << step << " parameter " << i;
       }
     }
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+// Guards the out-of-memory path inside a gradient hook: rank 1 runs out while
+// packing its second bucket (of four) during backward; it still joins every
+// all-reduce of the step (with zeros), so rank 0's reduction completes, and
+// both then agree on further collectives. Rank 1's Finish says OutOfMemory.
+TEST(C10dCollectives, ReducerOutOfMemoryInAHookStillJoinsEveryAllReduce) {
+  Status st = testing::RunForkedRanks(2, [](int rank, int port) {
+    auto g = Connect(rank, 2, 1, port);
+    if (!g) return 1;
+    C10dCollectivesOptions o;
+    o.bucket_bytes = 64;  // 16 floats: four buckets for the parameters below
+    C10dCollectives coll(&g->world(), o);
+    std::vector<at::Tensor> params;
+    for (int i = 0; i < 4; ++i) params.push_back(at::full({16}, 1.0f + i).set_requires_grad(true));
+    std::unique_ptr<train::GradientReducer> reducer = coll.MakeGradientReducer(params);
+    if (reducer == nullptr) return 1;
+    int packed = 0;
+    if (rank == 1) {
+      reducer->set_pack_hook_for_testing([&packed] {
+        if (++packed == 2) {
+          C10_THROW_ERROR(OutOfMemoryError, "CUDA out of memory. Tried to allocate 64 bytes");
+        }
+      });
+    }
+    train::GradReadyHooks hooks(params, reducer.get());
+    hooks.set_armed(true);
+    at::Tensor loss = at::zeros({});
+    for (const at::Tensor& p : params) loss = loss + (p * p).sum();
+    loss.backward();  // never throws: the reducer keeps the error
+    hooks.set_armed(false);
+    const Status finished = reducer->Finish();
+    if (rank == 1) {
+      EXPECT_EQ(finished.code(), StatusCode::kOutOfMemory) << finished;
+      EXPECT_NE(finished.message().find("packing a bucket: CUDA out of memory"), std::string::npos)
+          << finished;
+      EXPECT_EQ(packed, 2) << "no bucket is packed after the failure";
+    } else {
+      EXPECT_TRUE(finished.ok()) << finished;
+      // Rank 1's first bucket (the last parameter) was reduced; the rest got zeros.
+      EXPECT_TRUE(at::equal(params[3].grad(), at::full({16}, 16.0f))) << params[3].grad();
+      EXPECT_TRUE(at::equal(params[0].grad(), at::full({16}, 2.0f))) << params[0].grad();
+    }
+    // Still in step: the next collective pairs up.
+    std::vector<double> one = {1.0};
+    EXPECT_TRUE(coll.AllReduceSum(&one).ok());
+    EXPECT_EQ(one[0], 2.0);
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+// Guards spec.training.collectiveTimeoutSeconds reaching the process groups:
+// a collective a peer never joins fails after the collective timeout (3 s),
+// not after the 120 s rendezvous deadline; WaitForAllRanks waits on the store
+// for longer than that collective timeout, and times out on its own.
+TEST(C10dCollectives, CollectivesTimeOutAfterTheCollectiveTimeoutNotTheRendezvousOne) {
+  Status st = testing::RunForkedRanks(2, [](int rank, int port) {
+    at::set_num_threads(1);
+    auto layout = testing::OneNodeLayout(rank, 2, 1);
+    RendezvousOptions ro;
+    ro.master_port = port;
+    ro.timeout = std::chrono::seconds(120);
+    // Gloo also connects its groups within this: not shorter on a loaded machine.
+    ro.collective_timeout = std::chrono::seconds(3);
+    auto g = ProcessGroups::Create(*layout, ro);
+    EXPECT_TRUE(g.ok()) << g.status();
+    if (!g.ok()) return 1;
+    C10dCollectives coll(&(*g)->world(), {}, &(*g)->store());
+    // Rank 1 arrives 5 s late: longer than the collective timeout.
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(5));
+    EXPECT_TRUE(coll.WaitForAllRanks(std::chrono::seconds(30)).ok());
+    std::vector<double> v = {1.0};
+    EXPECT_TRUE(coll.AllReduceSum(&v).ok());
+    EXPECT_EQ(v[0], 2.0);
+    if (rank == 1) {
+      // Joins nothing more, but stays until rank 0 is done.
+      (*g)->store().wait({"rank0-done"}, std::chrono::seconds(60));
+      return Result();
+    }
+    auto start = std::chrono::steady_clock::now();
+    Status waited = coll.WaitForAllRanks(std::chrono::milliseconds(500));
+    EXPECT_EQ(waited.code(), StatusCode::kUnavailable) << waited;
+    EXPECT_NE(waited.message().find("waiting on the rendezvous store"), std::string::npos)
+        << waited;
+    start = std::chrono::steady_clock::now();
+    Status s = coll.AllReduceSum(&v);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+    EXPECT_LT(seconds, 10.0) << "the collective waited for more than its 3 s timeout";
+    (*g)->store().set("rank0-done", std::vector<uint8_t>{1});
     return Result();
   });
   EXPECT_TRUE(st.ok()) << st;

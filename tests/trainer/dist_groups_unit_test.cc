@@ -61,12 +61,6 @@ TEST(CpExchange, GroupOfOneRankCopiesWithoutCommunicating) {
   }
 }
 
-TEST(NcclDevice, LocalRankWrapsOverTheVisibleGpus) {
-  EXPECT_EQ(NcclDevice(0, 8), c10::Device(c10::kCUDA, 0));
-  EXPECT_EQ(NcclDevice(3, 8), c10::Device(c10::kCUDA, 3));
-  EXPECT_EQ(NcclDevice(3, 2), c10::Device(c10::kCUDA, 1));
-}
-
 TEST(ProcessGroups, NcclWithoutAVisibleGpuFailsNamingWhatToCheck) {
   if (model::compat::CudaAvailable()) GTEST_SKIP() << "a GPU is visible: NCCL groups can be made";
   auto layout = testing::OneNodeLayout(0, 1, 1);

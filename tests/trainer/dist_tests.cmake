@@ -18,6 +18,12 @@ skrull_test(dist_rank_layout_test
   DEPS skrull_dist_launcher skrull_dist_testing
   LABELS unit)
 
+# The rank's device rule (torch-free): one GPU per rank of a node, or refused.
+skrull_test(dist_rank_device_test
+  SOURCES dist_rank_device_test.cc
+  DEPS skrull_dist_launcher
+  LABELS unit)
+
 skrull_test(dist_span_attention_test
   SOURCES dist_span_attention_test.cc
   DEPS skrull_dist

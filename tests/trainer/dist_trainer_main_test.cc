@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -172,6 +173,47 @@ TEST_F(TrainerMainTest, ProfilesTheJobsDevicesAndGroups) {
   auto j = nlohmann::json::parse(*text);
   EXPECT_GT(j["memory"]["alpha_bytes_per_token"].get<double>(), 0);
   EXPECT_EQ(j["measurements"]["collectives"]["group_size_kv"], 2);
+}
+
+// Guards that an out-of-memory error raised inside a gradient hook of ONE rank
+// (packing a bucket for the reduction that overlaps backward) ends every rank
+// with exit status 3 and its out-of-memory record, instead of an Internal error
+// on that rank and peers waiting for collectives that never come. Data
+// parallel (dp 2), on the all-reduce reducer and on ZeRO stages 1 and 2.
+TEST_F(TrainerMainTest, AnOutOfMemoryInOneRanksGradientHookEndsEveryRankWithExit3) {
+  std::string yaml = *ReadFileToString(WriteJob("data.jsonl"));
+  yaml.replace(yaml.find("dataParallel: 1"), 15, "dataParallel: 2");
+  yaml.replace(yaml.find("contextParallel: 2"), 18, "contextParallel: 1");
+  yaml.replace(yaml.find("bucketSize: 64"), 14, "bucketSize: 128");  // the 90-token samples
+  for (int zero_stage : {0, 1, 2}) {
+    SCOPED_TRACE("zeroStage " + std::to_string(zero_stage));
+    std::string staged = yaml;
+    staged.replace(staged.find("outputDir: out"), 14,
+                   "outputDir: out\n    zeroStage: " + std::to_string(zero_stage));
+    const std::string job = (dir_ / "job.yaml").string();
+    std::ofstream(job) << staged;
+    fs::remove_all(dir_ / "out");
+    setenv("SKRULL_TEST_OOM_IN_GRAD_HOOK_AT_STEP", "1", 1);
+    setenv("SKRULL_TEST_OOM_IN_GRAD_HOOK_RANK", "1", 1);
+    const auto start = std::chrono::steady_clock::now();
+    const int code = RunTrainer({"--job", job, "--no-metrics-server"});
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    unsetenv("SKRULL_TEST_OOM_IN_GRAD_HOOK_AT_STEP");
+    unsetenv("SKRULL_TEST_OOM_IN_GRAD_HOOK_RANK");
+    EXPECT_EQ(code, 3);
+    EXPECT_LT(seconds, 60) << "a rank waited for a collective until the timeout";
+    for (const char* name : {"oom.json", "oom-rank1.json"}) {
+      auto text = ReadFileToString((dir_ / "out" / name).string());
+      ASSERT_TRUE(text.ok()) << text.status();
+      auto record = nlohmann::json::parse(*text);
+      EXPECT_EQ(record["step"], 1) << name;
+    }
+    const std::string own = *ReadFileToString((dir_ / "out" / "oom-rank1.json").string());
+    EXPECT_NE(own.find("injected at step 1"), std::string::npos) << own;
+    const std::string peer = *ReadFileToString((dir_ / "out" / "oom.json").string());
+    EXPECT_NE(peer.find("other rank(s) ran out of memory"), std::string::npos) << peer;
+  }
 }
 
 // Guards a 2-rank job whose outputDir is a file: refused with exit 2 before

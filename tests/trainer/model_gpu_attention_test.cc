@@ -3,7 +3,10 @@
 // span form context parallelism uses (query chunks with causal offsets
 // against gathered keys). CTest label gpu; skips, saying why, without a CUDA
 // device or where the selection rule keeps the chunked path (libtorch < 2.6,
-// a GPU or build without flash).
+// a GPU or build without flash), but FAILS where flash is expected and not
+// chosen: libtorch >= 2.6 on sm80..sm90 with bf16 and head dim 64 (a probe
+// that asks the wrong question would otherwise turn the whole suite into
+// skips on the very GPUs it is for).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -29,6 +32,13 @@ class FlashAttentionGpu : public ::testing::Test {
     at::Tensor probe = at::zeros({2, 8, kHeadDim}, at::TensorOptions(gpu_).dtype(at::kBFloat16));
     at::Tensor probe_kv = probe.narrow(1, 0, 2);
     AttentionCallFacts f = DescribeAttentionCall(probe, probe_kv, {{0, 2, 0, 2, 0}});
+    const int capability = compat::CudaComputeCapability(gpu_.index());
+    const bool expected = f.flash_built && capability >= 80 && capability <= 90;
+    if (SelectAttentionKernel(f) != AttentionKernel::kFlashVarlen && expected) {
+      FAIL() << "flash varlen expected on sm" << capability << " with libtorch "
+             << compat::TorchVersion() << " (bf16, head dim " << kHeadDim
+             << ") but the rule chose the chunked path: flash usable " << f.flash_supported;
+    }
     if (SelectAttentionKernel(f) != AttentionKernel::kFlashVarlen) {
       GTEST_SKIP() << "the rule keeps the chunked path here: libtorch " << compat::TorchVersion()
                    << " flash varlen " << (f.flash_built ? "built" : "absent (< 2.6)")

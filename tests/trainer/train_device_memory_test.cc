@@ -91,6 +91,33 @@ TEST(TrainerMemory, StepsAndSummaryCarryTheSourcesPeaksAndCapacity) {
   EXPECT_EQ(summary["peak_memory_allocated_bytes"].get<uint64_t>(), 4 * kGiB);
 }
 
+// A device whose free memory shrinks once the first step ran (the CUDA
+// context, cuBLAS workspaces and NCCL buffers sit outside the allocator).
+class ShrinkingCapacity : public FakeAllocator {
+ public:
+  uint64_t CapacityBytes() override { return reads_++ == 0 ? 80 * kGiB : 76 * kGiB; }
+
+ private:
+  int reads_ = 0;
+};
+
+// Guards the capacity the tuner's headroom is computed from: read again after
+// the first (warm-up) step, not only before any work ran.
+TEST(TrainerMemory, CapacityIsReadAgainAfterTheFirstStep) {
+  TempDir dir;
+  JobFiles f;
+  f.steps = 3;
+  TrainerOptions o;
+  o.device_memory = [](c10::Device) { return std::make_unique<ShrinkingCapacity>(); };
+  testing::TrainResult r = testing::TrainInProcess(testing::LoadJob(WriteJob(dir, f)), 0, o);
+  ASSERT_TRUE(r.status.ok()) << r.status << "\n" << r.log;
+  const std::vector<json> lines = MetricsLines(dir / "out/metrics.jsonl");
+  ASSERT_EQ(lines.size(), 3u);
+  for (const json& line : lines) {
+    EXPECT_EQ(line["memory_capacity_bytes"].get<uint64_t>(), 76 * kGiB) << line;
+  }
+}
+
 TEST(TrainerMemory, OutOfMemoryAtAStepReturnsOutOfMemoryAndWritesTheRecord) {
   TempDir dir;
   JobFiles f;

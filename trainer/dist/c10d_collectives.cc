@@ -2,9 +2,11 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
+#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "trainer/dist/cp_exchange.h"
 
@@ -33,8 +35,8 @@ std::vector<std::vector<size_t>> PlanBuckets(const std::vector<at::Tensor>& tens
   return buckets;
 }
 
-C10dCollectives::C10dCollectives(Group* world, C10dCollectivesOptions options)
-    : world_(world), options_(options) {
+C10dCollectives::C10dCollectives(Group* world, C10dCollectivesOptions options, c10d::Store* store)
+    : world_(world), options_(options), store_(store) {
   SKRULL_CHECK(world_ != nullptr);
   SKRULL_CHECK(options_.bucket_bytes > 0);
 }
@@ -105,13 +107,38 @@ Status C10dCollectives::Barrier() {
   if (world_->size == 1) return OkStatus();
   try {
     const auto start = std::chrono::steady_clock::now();
-    auto work = SKRULL_C10D_CHECK(*world_, "barrier", 0, world_->pg->barrier());
+    // NCCL's barrier is an all-reduce on a device: name this rank's, or c10d
+    // guesses one from the rank number.
+    c10d::BarrierOptions options;
+    if (world_->device.is_cuda()) options.device_ids = {world_->device.index()};
+    auto work = SKRULL_C10D_CHECK(*world_, "barrier", 0, world_->pg->barrier(options));
     SKRULL_C10D_CHECK(*world_, "barrier", 0, work->wait());
     stats_.wait_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } catch (const CollectiveError& e) {
     return UnavailableError(e.what());
   }
+  return OkStatus();
+}
+
+Status C10dCollectives::WaitForAllRanks(std::chrono::milliseconds timeout) {
+  if (world_->size == 1) return OkStatus();
+  if (store_ == nullptr) return Barrier();
+  const std::string key = "skrull/wait-for-all/" + std::to_string(store_waits_++);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    if (store_->add(key, 1) == world_->size) store_->set(key + "/done", std::vector<uint8_t>{1});
+    store_->wait({key + "/done"}, timeout);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (auto nl = what.find("\nException raised from"); nl != std::string::npos) what.resize(nl);
+    return UnavailableError(
+        world_->Describe() + ": waiting on the rendezvous store for every rank (up to " +
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) +
+        " s, spec.training.collectiveTimeoutSeconds) failed: " + what);
+  }
+  stats_.wait_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return OkStatus();
 }
 
@@ -206,11 +233,14 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
     owner_->stats_.gradient_allreduces += 1;
     while (next_ < buckets_.size()) Launch(buckets_[next_++], /*during_backward=*/false);
     Status status = error_;
+    if (status.ok() && !oom_.empty()) status = JoinDeferredBuckets();
+    const bool unpack = status.ok();
     for (Bucket& b : buckets_) {
-      if (status.ok()) {
+      // Out of memory: the buckets launched before still complete, unused.
+      if (status.ok() || status.code() == StatusCode::kOutOfMemory) {
         try {
           owner_->stats_.wait_seconds += b.pending.Wait();
-          Unpack(b);
+          if (unpack) Unpack(b);
         } catch (const CollectiveError& e) {
           status = UnavailableError(std::string("gradient all-reduce: ") + e.what());
         }
@@ -223,6 +253,8 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
     std::fill(ready_.begin(), ready_.end(), false);
     next_ = 0;
     error_ = OkStatus();
+    oom_.clear();
+    first_deferred_ = buckets_.size();
     return status;
   }
 
@@ -236,9 +268,11 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
   };
 
   void Launch(Bucket& b, bool during_backward) {
-    if (!error_.ok()) return;  // a failed launch: the step fails in Finish
+    if (!error_.ok()) return;   // a failed launch: the step fails in Finish
+    if (!oom_.empty()) return;  // out of memory: JoinDeferredBuckets launches it
     c10::NoGradGuard no_grad;
     try {
+      RunPackHookForTesting();
       for (size_t i : b.params) b.grads.push_back(ReducibleGrad(i));
       at::Tensor target;
       if (b.grads.size() == 1 && b.grads[0].is_contiguous()) {
@@ -256,9 +290,39 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
       b.pending = StartAllReduceSum(*owner_->world_, target);
     } catch (const CollectiveError& e) {
       error_ = UnavailableError(std::string("gradient all-reduce: ") + e.what());
+    } catch (const c10::OutOfMemoryError& e) {  // see GradientReducer: still join the step
+      oom_ = std::string("gradient all-reduce: packing a bucket: ") + e.what_without_backtrace();
+      first_deferred_ = static_cast<size_t>(&b - buckets_.data());
+      b.grads.clear();
+      b.flat = at::Tensor();
     } catch (const std::exception& e) {  // GradReady runs inside backward: never throw
       error_ = InternalError(std::string("gradient all-reduce: packing a bucket: ") + e.what());
     }
+  }
+
+  // After an out-of-memory launch: the all-reduces of buckets
+  // first_deferred_.. with zeros of the sizes and dtype the peers reduce, one
+  // at a time (one bucket of memory), in bucket order. Returns OutOfMemory
+  // (Unavailable when a collective failed).
+  Status JoinDeferredBuckets() {
+    c10::NoGradGuard no_grad;
+    try {
+      for (size_t k = first_deferred_; k < buckets_.size(); ++k) {
+        Bucket& b = buckets_[k];
+        int64_t numel = 0;
+        for (size_t i : b.params) numel += params_[i].numel();
+        // The dtype and device the peers reduce this bucket in.
+        const at::TensorOptions options = ReducibleGrad(b.params.front()).options();
+        at::Tensor zeros = at::zeros({numel}, options);
+        owner_->stats_.wait_seconds += StartAllReduceSum(*owner_->world_, zeros).Wait();
+      }
+    } catch (const CollectiveError& e) {
+      return UnavailableError(oom_ + "; then the gradient all-reduce failed: " + e.what());
+    } catch (const std::exception& e) {
+      return OutOfMemoryError(oom_ + "; could not join the remaining all-reduces (" + e.what() +
+                              "): the other ranks fail on the collective timeout");
+    }
+    return OutOfMemoryError(oom_);
   }
 
   // The tensor parameter i's gradient is reduced in: the callback's, or the
@@ -292,6 +356,8 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
   std::vector<Bucket> buckets_;
   size_t next_ = 0;  // first bucket not launched this step
   Status error_ = OkStatus();
+  std::string oom_;            // the first out-of-memory error of this step
+  size_t first_deferred_ = 0;  // with oom_: the bucket it hit (later ones wait too)
 };
 
 std::unique_ptr<train::GradientReducer> C10dCollectives::MakeGradientReducer(

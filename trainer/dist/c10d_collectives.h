@@ -31,6 +31,7 @@
 #ifndef SKRULL_TRAINER_DIST_C10D_COLLECTIVES_H_
 #define SKRULL_TRAINER_DIST_C10D_COLLECTIVES_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -60,14 +61,19 @@ struct DpCommStats {
 
 class C10dCollectives final : public train::Collectives {
  public:
-  // `world` must outlive this object.
-  explicit C10dCollectives(Group* world, C10dCollectivesOptions options = {});
+  // `world` (and `store`, the rendezvous store, when given) must outlive this
+  // object. Without a store WaitForAllRanks is Barrier().
+  explicit C10dCollectives(Group* world, C10dCollectivesOptions options = {},
+                           c10d::Store* store = nullptr);
 
   int rank() const override { return world_->rank; }
   int world_size() const override { return world_->size; }
   Status AllReduceSum(std::vector<at::Tensor>& tensors) override;
   Status AllReduceSum(std::vector<double>* values) override;
   Status Barrier() override;
+  // A counter on the store: the rank that completes it sets a done key the
+  // others wait for (Store::wait, no polling, no collective).
+  Status WaitForAllRanks(std::chrono::milliseconds timeout) override;
   double TakeWaitSeconds() override;
   // ZeRO: StartReduceScatterSum / StartAllGather of process_groups.h on the
   // world group; Wait() adds the blocked time to wait_seconds.
@@ -90,6 +96,8 @@ class C10dCollectives final : public train::Collectives {
 
   Group* world_;
   C10dCollectivesOptions options_;
+  c10d::Store* store_;
+  int64_t store_waits_ = 0;  // WaitForAllRanks calls: each uses its own keys
   DpCommStats stats_;
   double wait_seconds_taken_ = 0;  // stats_.wait_seconds at the last TakeWaitSeconds
 };

@@ -17,8 +17,14 @@
 // transfer). PendingCollective::Wait() then makes the caller's current
 // stream wait on the collective's end event: the host does not block and no
 // device-wide synchronize happens; Wait() returns ~0 seconds there (the
-// device-side wait is not measured). c10d records the tensors on its stream,
-// so the caching allocator keeps them alive until the transfer ends.
+// device-side wait is not measured). Memory of the tensors in flight: up to
+// PyTorch 2.6 c10d calls record_stream on its side stream, so the caching
+// allocator does not reuse them before the transfer ends; from 2.7 it stashes
+// references to them in the Work instead (TORCH_NCCL_AVOID_RECORD_STREAMS on
+// by default; ProcessGroupNCCL.hpp's TensorShelf) and releases them at
+// wait(). Either way a PendingCollective must be Wait()ed before its tensors
+// are reused; dropping one without Wait() frees nothing early on 2.6 but
+// leaves 2.7+ to release them only when the watchdog retires the Work.
 //
 // Thread safety: as Group (one issuing thread per rank; the same sequence of
 // collectives on every member).

@@ -7,6 +7,7 @@
 #include "common/file_util.h"
 #include "trainer/dist/failure_record.h"
 #include "trainer/model/attention.h"
+#include "trainer/model/torch_compat.h"
 
 namespace skrull::dist {
 namespace {
@@ -56,13 +57,18 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
                                                     CommTotals* totals) {
   const RankLayout& layout = env.layout;
   const std::string output_dir = env.output_dir.empty() ? api::OutputDirOf(job) : env.output_dir;
-  const RendezvousOptions ro =
-      RendezvousOptionsFor(env, TrainingBackend(job, options.trainer.device));
+  // The trainer picks the same device from the same inputs (train/trainer.cc).
+  StatusOr<RankDevice> device =
+      ChooseRankDevice(options.trainer.device, job.resources.gpus_per_proc, layout.local_rank(),
+                       layout.procs_per_node(), model::compat::CudaDeviceCount());
+  if (!device.ok()) return RecordFailure(output_dir, env, device.status());
+  RendezvousOptions ro = RendezvousOptionsFor(env, TrainingBackend(*device), job);
+  ro.cuda_device = device->index;
   StatusOr<std::unique_ptr<ProcessGroups>> created = ProcessGroups::Create(layout, ro);
   if (!created.ok()) return RecordFailure(output_dir, env, created.status());
   std::unique_ptr<ProcessGroups> groups = std::move(created).value();
 
-  C10dCollectives collectives(&groups->world(), options.collectives);
+  C10dCollectives collectives(&groups->world(), options.collectives, &groups->store());
   std::shared_ptr<CpAttentionStats> cp_stats;
   CpGroupSet cp_groups{&groups->cp(), {}};
   for (Group& g : groups->cp_sub_groups()) cp_groups.sub_groups.push_back(&g);

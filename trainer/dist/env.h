@@ -44,6 +44,13 @@ inline constexpr char kTestOutOfMemoryAtStep[] = "SKRULL_TEST_OOM_AT_STEP";
 // an I/O error as on a full disk (TrainerOptions::disk_full_on_resume), so the
 // launcher's choice of the rank to blame is tested. Unset in real runs.
 inline constexpr char kTestDiskFullOnResumeRank[] = "SKRULL_TEST_DISK_FULL_ON_RESUME_RANK";
+// Test hook: at this step, packing a gradient bucket inside a gradient hook
+// throws the CUDA out-of-memory error (TrainerOptions::
+// out_of_memory_in_gradient_hook_at_step) on the rank ..._RANK names (unset:
+// every rank), so an out-of-memory error on one rank is seen to end every
+// rank with the record and exit status 3. Unset in real runs.
+inline constexpr char kTestOutOfMemoryInGradHookAtStep[] = "SKRULL_TEST_OOM_IN_GRAD_HOOK_AT_STEP";
+inline constexpr char kTestOutOfMemoryInGradHookRank[] = "SKRULL_TEST_OOM_IN_GRAD_HOOK_RANK";
 
 // Standard variables the launcher sets for workers when the user did not.
 inline constexpr char kOmpNumThreads[] = "OMP_NUM_THREADS";

@@ -29,25 +29,20 @@ bool NcclAvailable() {
 #endif
 }
 
-RendezvousOptions RendezvousOptionsFor(const RankEnv& env, CommBackend backend) {
+RendezvousOptions RendezvousOptionsFor(const RankEnv& env, CommBackend backend,
+                                       const api::JobSpec& job) {
   RendezvousOptions ro;
   ro.master_addr = env.master_addr;
   ro.master_port = env.master_port;
   ro.timeout = std::chrono::seconds(env.rendezvous_timeout_seconds);
+  ro.collective_timeout = std::chrono::seconds(job.training.collective_timeout_seconds);
   ro.gloo_interface = env.gloo_interface;
   ro.backend = backend;
   return ro;
 }
 
-CommBackend TrainingBackend(const api::JobSpec& job, const std::string& device) {
-  return NcclAvailable() && job.resources.gpus_per_proc > 0 && device != "cpu" ? CommBackend::kNccl
-                                                                               : CommBackend::kGloo;
-}
-
-c10::Device NcclDevice(int local_rank, int64_t visible_devices) {
-  SKRULL_CHECK(local_rank >= 0 && visible_devices >= 1)
-      << "local rank " << local_rank << ", " << visible_devices << " visible GPUs";
-  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % visible_devices));
+CommBackend TrainingBackend(const RankDevice& device) {
+  return NcclAvailable() && device.cuda ? CommBackend::kNccl : CommBackend::kGloo;
 }
 
 std::string Group::Describe() const {
@@ -86,17 +81,32 @@ auto UseClassicTcpStore(Options* o, int) -> decltype(o->useLibUV = false, void()
 template <typename Options>
 void UseClassicTcpStore(Options*, long) {}
 
+// c10d::Backend::Options has group_name and global_ranks_in_group in 2.x
+// (NCCL's flight recorder, logs and watchdog messages name the group by
+// them); 1.13's options have neither.
+template <typename Options>
+auto NameGroup(Options* o, const std::string& name, const std::vector<int>& members, int)
+    -> decltype(o->group_name = name, void()) {
+  o->group_name = name;
+  o->global_ranks_in_group.assign(members.begin(), members.end());
+}
+template <typename Options>
+void NameGroup(Options*, const std::string&, const std::vector<int>&, long) {}
+
 bool IsLoopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
 c10::intrusive_ptr<CommGroup> MakeProcessGroup(const RendezvousOptions& options,
                                                const c10::intrusive_ptr<c10d::Store>& store,
-                                               int rank, int size) {
+                                               const std::string& name,
+                                               const std::vector<int>& members, int rank) {
+  const int size = static_cast<int>(members.size());
   if (options.backend == CommBackend::kNccl) {
 #ifdef SKRULL_WITH_CUDA
     auto opts = c10d::ProcessGroupNCCL::Options::create();
-    opts->timeout = options.timeout;
+    opts->timeout = options.collective_timeout;
+    NameGroup(opts.get(), name, members, 0);
     return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
 #else
     throw std::runtime_error(
@@ -104,7 +114,8 @@ c10::intrusive_ptr<CommGroup> MakeProcessGroup(const RendezvousOptions& options,
         "against a CUDA libtorch)");
 #endif
   }
-  auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout);
+  auto opts = c10d::ProcessGroupGloo::Options::create(options.collective_timeout);
+  NameGroup(opts.get(), name, members, 0);
   if (!options.gloo_interface.empty()) {
     opts->devices.push_back(
         c10d::ProcessGroupGloo::createDeviceForInterface(options.gloo_interface));
@@ -132,7 +143,7 @@ StatusOr<Group> MakeGroup(const std::string& name, const std::vector<int>& membe
   SKRULL_CHECK(g.rank >= 0) << layout.Describe() << " is not in group " << name;
   try {
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
-    g.pg = MakeProcessGroup(options, prefixed, g.rank, g.size);
+    g.pg = MakeProcessGroup(options, prefixed, name, members, g.rank);
   } catch (const std::exception& e) {
     return UnavailableError("creating process group " + g.Describe() + ": " + e.what());
   }
@@ -187,7 +198,12 @@ StatusOr<std::unique_ptr<ProcessGroups>> ProcessGroups::CreateWithStore(
                                      ": NCCL needs a GPU and none is visible (check "
                                      "resources.gpusPerProc and CUDA_VISIBLE_DEVICES)");
     }
-    device = NcclDevice(layout.local_rank(), gpus);
+    if (options.cuda_device < 0 || options.cuda_device >= gpus) {
+      return FailedPreconditionError(layout.Describe() +
+                                     ": NCCL on cuda:" + std::to_string(options.cuda_device) +
+                                     " but " + std::to_string(gpus) + " GPU(s) are visible");
+    }
+    device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(options.cuda_device));
     // c10d binds a rank's NCCL communicators to the current device.
     c10::impl::getDeviceGuardImpl(c10::kCUDA)->setDevice(device);
   }

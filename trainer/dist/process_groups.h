@@ -44,6 +44,7 @@
 #include "api/job_spec.h"
 #include "common/status.h"
 #include "trainer/dist/launcher.h"
+#include "trainer/dist/rank_device.h"
 #include "trainer/dist/rank_layout.h"
 
 namespace skrull::dist {
@@ -71,7 +72,7 @@ struct Group {
   int size = 1;
   int global_rank = 0;
   // Where tensors of this group's collectives live: the CPU for Gloo, this
-  // rank's GPU for NCCL (NcclDevice). Host values (loss sums, flags) are
+  // rank's GPU for NCCL (RendezvousOptions::cuda_device). Host values (loss sums, flags) are
   // reduced in a tensor here.
   c10::Device device = c10::Device(c10::kCPU);
   // "cp[dp=1] rank 0/2 (global rank 2)".
@@ -105,26 +106,32 @@ namespace internal {
 struct RendezvousOptions {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
-  // Rendezvous deadline, and the timeout of every collective.
+  // Rendezvous deadline (connecting to the TCPStore and its operations).
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  // How long one collective may take before it fails: the process groups'
+  // own timeout (Gloo's Options, NCCL's watchdog). On NCCL a collective that
+  // fails or times out ABORTS the process (PyTorch's default
+  // TORCH_NCCL_ASYNC_ERROR_HANDLING), it does not come back as Unavailable;
+  // the launcher then stops the other ranks. spec.training.collectiveTimeoutSeconds.
+  std::chrono::milliseconds collective_timeout{std::chrono::seconds(1800)};
   CommBackend backend = CommBackend::kGloo;
+  // NCCL: this rank's GPU index, from ChooseRankDevice (rank_device.h), the
+  // rule the trainer's tensors follow too. Unused by Gloo.
+  int cuda_device = 0;
   // Gloo only: bind to this interface ("" = the address the master is
   // reached by for loopback masters, else the host name's address).
   std::string gloo_interface;
 };
 
 // The one place rendezvous options are built: master address and port,
-// timeout and Gloo interface from the rank's environment, and `backend`.
-RendezvousOptions RendezvousOptionsFor(const RankEnv& env, CommBackend backend);
+// timeout and Gloo interface from the rank's environment, `backend`, and the
+// collective timeout from spec.training.collectiveTimeoutSeconds.
+RendezvousOptions RendezvousOptionsFor(const RankEnv& env, CommBackend backend,
+                                       const api::JobSpec& job);
 
-// The backend training uses: NCCL when this build has it, the job asks for
-// GPUs (spec.resources.gpusPerProc > 0) and `device` is not "cpu"; else Gloo.
-CommBackend TrainingBackend(const api::JobSpec& job, const std::string& device);
-
-// The GPU an NCCL rank uses: cuda:(local_rank % visible_devices), the rule
-// the trainer's `auto` device follows (train/trainer.h). REQUIRES:
-// visible_devices >= 1.
-c10::Device NcclDevice(int local_rank, int64_t visible_devices);
+// The backend training uses: NCCL when this build has it and the rank trains
+// on a GPU (ChooseRankDevice); else Gloo.
+CommBackend TrainingBackend(const RankDevice& device);
 
 class ProcessGroups {
  public:
@@ -133,7 +140,7 @@ class ProcessGroups {
   // the address, port, rank and world size.
   // Side effects: sets SIGPIPE to ignored for the process, so a dead peer is
   // reported as an error from the collective rather than killing this rank;
-  // on NCCL, makes NcclDevice the current CUDA device (c10d binds its
+  // on NCCL, makes options.cuda_device the current CUDA device (c10d binds its
   // communicators to it). FailedPrecondition when NCCL is asked for and no
   // GPU is visible.
   static StatusOr<std::unique_ptr<ProcessGroups>> Create(const RankLayout& layout,
@@ -154,6 +161,8 @@ class ProcessGroups {
 
  private:
   ProcessGroups() = default;
+  // Declared in creation order, so they are destroyed (and their
+  // communicators torn down) in reverse: sub-groups, dp, cp, world, store.
   RankLayout layout_;
   c10::intrusive_ptr<c10d::Store> store_;
   Group world_;

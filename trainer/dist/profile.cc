@@ -14,8 +14,10 @@
 #include "scheduler/cost_model.h"
 #include "scheduler/memory_model.h"
 #include "scheduler/model_config.h"
+#include "trainer/dist/c10d_collectives.h"
 #include "trainer/dist/cp_exchange.h"
 #include "trainer/dist/process_groups.h"
+#include "trainer/dist/rank_device.h"
 #include "trainer/model/model.h"
 #include "trainer/model/torch_compat.h"
 #include "trainer/train/device_memory.h"
@@ -65,13 +67,16 @@ model::PackedBatch RandomBatch(int64_t count, int64_t length, int64_t vocab, c10
   return model::PackSequences(seqs, device);
 }
 
+// Times `op` on the group's own backend and device (NCCL: device tensors,
+// timed with a device synchronize), the way training runs it.
 Samples MeasureCollective(Group& group, scheduler::CollectiveOp op, const ProfileOptions& o) {
   Samples out;
   const int n = group.size;
+  const at::TensorOptions on_device = at::TensorOptions().device(group.device);
   for (int64_t bytes : o.collective_bytes) {
     const int64_t rows = std::max<int64_t>(1, bytes / 4 / n);  // float32 rows per rank
-    at::Tensor small = at::ones({rows});
-    at::Tensor big = at::ones({rows * n});
+    at::Tensor small = at::ones({rows}, on_device);
+    at::Tensor big = at::ones({rows * n}, on_device);
     auto once = [&] {
       switch (op) {
         case scheduler::CollectiveOp::kAllGather:
@@ -85,7 +90,7 @@ Samples MeasureCollective(Group& group, scheduler::CollectiveOp op, const Profil
           break;
       }
     };
-    out.emplace_back(rows * n * 4, TimeIt(o.repeats, c10::Device(c10::kCPU), once));
+    out.emplace_back(rows * n * 4, TimeIt(o.repeats, group.device, once));
   }
   return out;
 }
@@ -180,8 +185,14 @@ void MeasureCollectives(const ProfileOptions& o, c10::Device device, ProcessGrou
 StatusOr<ProfileMeasurements> MeasureProfile(const api::JobSpec& job, const RankEnv& env,
                                              const ProfileOptions& o) {
   try {
-    SKRULL_ASSIGN_OR_RETURN(c10::Device device, model::compat::ParseDevice(o.device));
-    if (device.is_cuda()) device = c10::Device(c10::kCUDA, env.layout.local_rank());
+    // The device training would use (rank_device.h): cuda:<local rank>, or refused.
+    SKRULL_ASSIGN_OR_RETURN(
+        const RankDevice rank_device,
+        ChooseRankDevice(o.device, job.resources.gpus_per_proc, env.layout.local_rank(),
+                         env.layout.procs_per_node(), model::compat::CudaDeviceCount()));
+    const c10::Device device =
+        rank_device.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(rank_device.index))
+                         : c10::Device(c10::kCPU);
     SKRULL_ASSIGN_OR_RETURN(std::string config_text, ReadFileToString(job.model.config));
     ProfileMeasurements m;
     SKRULL_ASSIGN_OR_RETURN(m.config, scheduler::ParseHfConfigJson(config_text, job.model.config));
@@ -215,11 +226,13 @@ StatusOr<ProfileMeasurements> MeasureProfile(const api::JobSpec& job, const Rank
 
     std::unique_ptr<ProcessGroups> groups;
     if (env.layout.world_size() > 1) {
-      // Gloo: MeasureCollective times host tensors.
-      SKRULL_ASSIGN_OR_RETURN(
-          groups, ProcessGroups::Create(env.layout, RendezvousOptionsFor(env, CommBackend::kGloo)));
-      auto barrier = groups->world().pg->barrier();
-      SKRULL_C10D_CHECK(groups->world(), "barrier", 0, barrier->wait());
+      // Training's backend on training's device: NCCL prices CP traffic at
+      // NVLink speed, not Gloo's TCP over host tensors.
+      RendezvousOptions ro = RendezvousOptionsFor(env, TrainingBackend(rank_device), job);
+      ro.cuda_device = rank_device.index;
+      SKRULL_ASSIGN_OR_RETURN(groups, ProcessGroups::Create(env.layout, ro));
+      C10dCollectives world(&groups->world());
+      SKRULL_RETURN_IF_ERROR(world.Barrier());
     }
     MeasureCompute(o, m.config.vocab_size, device, mo.dtype, memory.get(), &rng, step, &m);
     MeasureCollectives(o, device, groups.get(), &m);

@@ -10,8 +10,11 @@
 //   * compute: step time of packed short sequences vs tokens (the dense
 //     layers' efficiency) and of one sequence vs its length (attention's);
 //   * collectives: latency vs bytes of all-gather and reduce-scatter on the
-//     CP group (the world when CP = 1) and all-reduce on the world, fitted as
-//     latency + bytes x factor(n) / bus bandwidth.
+//     CP group (the world when CP = 1) and all-reduce on the world, on the
+//     backend and device training uses (NCCL and GPU tensors on CUDA, Gloo
+//     and host tensors on CPU), fitted as latency + bytes x factor(n) / bus
+//     bandwidth.
+// The device is the one training would use (ChooseRankDevice, rank_device.h).
 // With more than one process the profile runs on every rank of the job at
 // once (the launcher starts them, like training), so compute is measured
 // under the same contention as training; rank 0 writes the file.

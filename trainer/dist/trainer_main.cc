@@ -173,6 +173,14 @@ int TrainerMain(int argc, char** argv, char** envp) {
   StatusOr<int> oom_step = ParseIntVar(env, env::kTestOutOfMemoryAtStep, 0, -1);
   if (!oom_step.ok()) return Fail(oom_step.status());
   options.out_of_memory_at_step = *oom_step;
+  StatusOr<int> hook_oom_step = ParseIntVar(env, env::kTestOutOfMemoryInGradHookAtStep, 0, -1);
+  if (!hook_oom_step.ok()) return Fail(hook_oom_step.status());
+  StatusOr<int> hook_oom_rank = ParseIntVar(env, env::kTestOutOfMemoryInGradHookRank, 0, -1);
+  if (!hook_oom_rank.ok()) return Fail(hook_oom_rank.status());
+  const int this_rank = rank_env->has_value() ? (*rank_env)->layout.rank() : 0;
+  if (*hook_oom_rank < 0 || *hook_oom_rank == this_rank) {
+    options.out_of_memory_in_gradient_hook_at_step = *hook_oom_step;
+  }
 
   if (!rank_env->has_value()) {
     if (job->parallelism.WorldSize() == 1) {

@@ -3,10 +3,15 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
+#include <c10/util/Exception.h>
 #include <torch/version.h>
+#ifdef SKRULL_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <mutex>
 
@@ -34,15 +39,21 @@ bool HasFlashVarlen() { return SKRULL_TORCH_HAS_FLASH_VARLEN != 0; }
 
 namespace {
 
-// at::SDPBackend::flash_attention (ATen/SDPBackend.h, 2.1+).
-constexpr int64_t kSdpFlashAttention = 1;
-
 bool ProbeFlashKernel(const at::Tensor& q, int64_t heads) {
 #if SKRULL_TORCH_HAS_FLASH_VARLEN
-  // [batch, heads, seq, head_dim], square and causal: the case the selector
-  // checks architecture, dtype, head dim and the global flash switch for.
-  at::Tensor x = at::zeros({1, heads, 2, q.size(-1)}, q.options().requires_grad(false));
-  return at::_fused_sdp_choice(x, x, x, {}, 0.0, /*is_causal=*/true) == kSdpFlashAttention;
+  if (!at::globalContext().userEnabledFlashSDP()) return false;
+  // One sequence of two tokens, [total, heads, head_dim]: the kernel checks
+  // the build, architecture, dtype and head dim and throws c10::Error when
+  // one is unsupported.
+  try {
+    const int64_t d = q.size(-1);
+    at::Tensor x = at::zeros({2, heads, d}, q.options().requires_grad(false));
+    at::Tensor cu = at::arange(0, 4, 2, at::TensorOptions().dtype(at::kInt).device(q.device()));
+    FlashVarlenForward(x, x, x, cu, cu, 2, 2, 1.0 / std::sqrt(static_cast<double>(d)));
+    return true;
+  } catch (const c10::Error&) {
+    return false;
+  }
 #else
   (void)q;
   (void)heads;
@@ -96,6 +107,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FlashVarlenBackward(
   SKRULL_CHECK(false) << "FlashVarlenBackward called on libtorch " << TORCH_VERSION
                       << " (check HasFlashVarlen())";
   return {};
+#endif
+}
+
+int CudaComputeCapability(int device_index) {
+#ifdef SKRULL_WITH_CUDA
+  if (!CudaAvailable() || device_index < 0 || device_index >= CudaDeviceCount()) return 0;
+  const cudaDeviceProp* p =
+      at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(device_index));
+  return p->major * 10 + p->minor;
+#else
+  (void)device_index;
+  return 0;
 #endif
 }
 

@@ -33,13 +33,20 @@ std::string TorchVersion();
 // scripts/check-gpu-build.sh). Says nothing about the device.
 bool HasFlashVarlen();
 
-// True when libtorch's own SDPA selector (at::_fused_sdp_choice) would run
-// the flash kernel for causal attention with q's device and dtype, `heads`
-// heads and q's head dim: the library was built with flash, the GPU's
-// architecture is one it supports (sm80..sm90 in 2.6), flash SDP is not
-// disabled (at::globalContext().setSDPUseFlash). Cached per (device, dtype,
-// heads, head dim); false on CPU tensors or when !HasFlashVarlen().
+// True when the flash varlen kernel runs for q's device and dtype, `heads`
+// heads and q's head dim: probed by calling FlashVarlenForward once on a
+// tiny two-token batch (the library built with flash, an architecture and
+// head dim it supports), unless flash SDP is disabled
+// (at::globalContext().setSDPUseFlash(false)). Not the SDPA selector's
+// preference (at::_fused_sdp_choice): from PyTorch 2.10 that prefers cuDNN
+// attention on sm90/sm100 (sdp_utils.cpp check_prefer_cudnn_attention), which
+// says nothing about whether flash works. Cached per (device, dtype, heads,
+// head dim); false on CPU tensors or when !HasFlashVarlen().
 bool FlashKernelUsable(const at::Tensor& q, int64_t heads);
+
+// The CUDA device's compute capability as major * 10 + minor (90 = sm90);
+// 0 without a CUDA build or device.
+int CudaComputeCapability(int device_index);
 
 // One call of at::_flash_attention_forward over packed sequences.
 //   q: [total_q, Hq, D], k, v: [total_k, Hkv, D] (bf16/fp16, CUDA,

@@ -21,6 +21,7 @@
 #ifndef SKRULL_TRAINER_TRAIN_COLLECTIVES_H_
 #define SKRULL_TRAINER_TRAIN_COLLECTIVES_H_
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -71,6 +72,26 @@ class GradientReducer {
   // After each backward when ReducesEveryBackward(). Never throws (a failure
   // is returned by Finish).
   virtual void EndBackward() {}
+
+  // Out of memory while packing a bucket (c10::OutOfMemoryError inside a
+  // gradient hook) is not an ordinary failure: the reducer still joins every
+  // collective of the step (the failed and later buckets with zeros, after
+  // backward has freed its activations), so no peer waits for a collective
+  // that never comes, and Finish returns OutOfMemory. The trainer then tells
+  // every rank (trainer.h). Without memory even for that, Finish still
+  // returns OutOfMemory and the peers fail on the collective timeout.
+  //
+  // Test hook: run as each bucket is packed, where an allocation would
+  // throw (TrainerOptions::out_of_memory_in_gradient_hook_at_step).
+  void set_pack_hook_for_testing(std::function<void()> hook) { pack_hook_ = std::move(hook); }
+
+ protected:
+  void RunPackHookForTesting() const {
+    if (pack_hook_) pack_hook_();
+  }
+
+ private:
+  std::function<void()> pack_hook_;
 };
 
 class Collectives {
@@ -87,6 +108,16 @@ class Collectives {
   virtual Status AllReduceSum(std::vector<double>* values) = 0;
   // Returns once every rank has called it.
   virtual Status Barrier() = 0;
+  // Returns once every rank has called it, waiting up to `timeout` outside
+  // the communicator where the backend can (c10d: on the rendezvous store):
+  // around file I/O one rank does alone (rank 0 committing a checkpoint),
+  // which may outlast the collective timeout, and on NCCL a timed-out
+  // collective aborts the process. Unavailable after `timeout`. Default:
+  // Barrier().
+  virtual Status WaitForAllRanks(std::chrono::milliseconds timeout) {
+    (void)timeout;
+    return Barrier();
+  }
 
   // ZeRO (zero_optimizer.h). Both take 1-D contiguous float32 tensors; n =
   // out.numel() resp. input.numel(). May return before the collective is

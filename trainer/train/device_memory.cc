@@ -2,8 +2,12 @@
 
 #include <c10/util/Exception.h>
 #ifdef SKRULL_WITH_CUDA
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #endif
 
 #include <malloc.h>
@@ -45,7 +49,12 @@ constexpr size_t kAggregate = 0;
 
 class CudaMemory : public DeviceMemory {
  public:
-  explicit CudaMemory(c10::DeviceIndex index) : index_(index) {}
+  explicit CudaMemory(c10::DeviceIndex index) : index_(index) {
+    // getDeviceStats asserts the allocator knows the device ("Invalid device
+    // argument: did you call init?", CUDACachingAllocator.cpp
+    // assertValidDevice) until CUDA is initialised; a first tensor does it.
+    (void)at::empty({1}, at::TensorOptions().device(c10::Device(c10::kCUDA, index_)));
+  }
 
   MemoryPeak TakePeak() override {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index_);
@@ -56,7 +65,14 @@ class CudaMemory : public DeviceMemory {
     return peak;
   }
   uint64_t CapacityBytes() override {
-    return static_cast<uint64_t>(at::cuda::getDeviceProperties(index_)->totalGlobalMem);
+    size_t free_bytes = 0, total_bytes = 0;
+    {
+      c10::cuda::CUDAGuard guard(index_);  // cudaMemGetInfo reads the current device
+      C10_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    }
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index_);
+    return static_cast<uint64_t>(free_bytes) +
+           static_cast<uint64_t>(stats.reserved_bytes[kAggregate].current);
   }
   uint64_t CurrentBytes() override {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index_);

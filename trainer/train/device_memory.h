@@ -4,7 +4,14 @@
 //   CUDA  peaks from the caching allocator (allocated: bytes held by tensors;
 //         reserved: bytes the allocator took from the device, what an
 //         out-of-memory error runs into), reset after every TakePeak, so each
-//         step reports its own peak; capacity = the device's total memory.
+//         step reports its own peak; capacity = what the allocator can hold:
+//         the device's free memory (cudaMemGetInfo) plus what it already
+//         reserved. The CUDA context, cuBLAS workspaces and NCCL buffers live
+//         outside the allocator, so read it after a warm-up step (the trainer
+//         re-reads it after its first step, --profile after its warm-up);
+//         totalGlobalMem would overstate the headroom by them. The device is
+//         initialised (one allocation) when the object is made: the
+//         allocator's statistics fail on a device it has not seen.
 //   CPU   both peaks are the process's resident-set high-water mark (VmHWM,
 //         since the process started); capacity = host memory lowered to the
 //         cgroup limit (trainer/metrics/process_memory.h).

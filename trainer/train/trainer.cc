@@ -23,6 +23,7 @@
 #include "scheduler/policy.h"
 #include "trainer/data/data_mixture.h"
 #include "trainer/data/dataset.h"
+#include "trainer/dist/rank_device.h"
 #include "trainer/metrics/oom_record.h"
 #include "trainer/metrics/trainer_metrics.h"
 #include "trainer/model/model.h"
@@ -104,7 +105,13 @@ class Run {
                      const StepSeconds& seconds);
   void AdvanceState(const PlannedStep& planned, const StepStats& stats);
   void SetupGradientOverlap();
+  // TrainerOptions::out_of_memory_in_gradient_hook_at_step.
+  void InjectOutOfMemoryInGradientHooks(GradientReducer* reducer);
   Status SaveCheckpoint(int64_t step_done);
+  // How long ranks wait for each other around checkpoint I/O.
+  std::chrono::milliseconds CheckpointWaitTimeout() const {
+    return std::chrono::seconds(job_.training.collective_timeout_seconds);
+  }
   Status SaveZeroShards(const std::string& staging);
   Status SaveOptimizer(const std::string& tmp, const std::string& staging);
   void Notice(const std::string& line) {
@@ -148,7 +155,8 @@ class Run {
   std::unique_ptr<metrics::TrainerMetrics> metrics_;
   std::unique_ptr<DeviceMemory> memory_;
   uint64_t memory_capacity_bytes_ = 0;
-  MemoryPeak run_peak_;  // the largest step peaks of this invocation
+  bool capacity_after_warmup_ = false;  // re-read after this invocation's first step
+  MemoryPeak run_peak_;                 // the largest step peaks of this invocation
   // Where an out-of-memory error struck (-1: setting up) and the most tokens
   // the plan put in one of this rank's micro-batches there.
   int64_t current_step_ = -1;
@@ -167,20 +175,17 @@ class Run {
 };
 
 Status Run::SetupDevice() {
-  if (options_.device == "auto") {
-    if (job_.resources.gpus_per_proc > 0 && model::compat::CudaAvailable()) {
-      const int64_t n = std::max<int64_t>(1, model::compat::CudaDeviceCount());
-      device_ = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(layout_.local_rank() % n));
-    } else {
-      if (job_.resources.gpus_per_proc > 0) {
-        Notice("no CUDA device visible (libtorch " + model::compat::TorchVersion() +
-               "): training on CPU");
-      }
-      device_ = c10::Device(c10::kCPU);
-    }
-  } else {
-    SKRULL_ASSIGN_OR_RETURN(device_, model::compat::ParseDevice(options_.device));
+  // The rule the NCCL groups follow too (dist/rank_device.h).
+  SKRULL_ASSIGN_OR_RETURN(
+      const dist::RankDevice chosen,
+      dist::ChooseRankDevice(options_.device, job_.resources.gpus_per_proc, layout_.local_rank(),
+                             layout_.procs_per_node(), model::compat::CudaDeviceCount()));
+  if (chosen.fell_back_to_cpu) {
+    Notice("no CUDA device visible (libtorch " + model::compat::TorchVersion() +
+           "): training on CPU");
   }
+  device_ = chosen.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(chosen.index))
+                        : c10::Device(c10::kCPU);
   memory_ = options_.device_memory ? options_.device_memory(device_) : MakeDeviceMemory(device_);
   dtype_ = c10::kFloat;
   if (job_.training.precision == api::Precision::kBf16) {
@@ -585,6 +590,7 @@ void Run::SetupGradientOverlap() {
     std::vector<at::Tensor> params;
     for (const model::NamedTensor& p : zero_->params()) params.push_back(p.second);
     grad_hooks_ = std::make_unique<GradReadyHooks>(params, zero_->reducer());
+    InjectOutOfMemoryInGradientHooks(zero_->reducer());
     return;
   }
   // Hooks fire on the model's parameters; what is reduced is each one's
@@ -598,6 +604,15 @@ void Run::SetupGradientOverlap() {
   std::vector<at::Tensor> params;
   for (const model::NamedTensor& p : optimizer->params()) params.push_back(p.second);
   grad_hooks_ = std::make_unique<GradReadyHooks>(params, grad_reducer_.get());
+  InjectOutOfMemoryInGradientHooks(grad_reducer_.get());
+}
+
+void Run::InjectOutOfMemoryInGradientHooks(GradientReducer* reducer) {
+  const int64_t at_step = options_.out_of_memory_in_gradient_hook_at_step;
+  if (at_step < 0) return;
+  reducer->set_pack_hook_for_testing([this, at_step] {
+    if (current_step_ == at_step) ThrowInjectedOutOfMemory(at_step);
+  });
 }
 
 // One step, in stages: plan (the same on every rank), micro-batches (this
@@ -622,6 +637,10 @@ StatusOr<StepStats> Run::Step(int64_t step, bool* stop_requested) {
   const Clock::time_point t_work = Clock::now();
   SKRULL_ASSIGN_OR_RETURN(RankStepWork work, RunMicroBatches(planned, batch));
   SKRULL_RETURN_IF_ERROR(ReduceAndApply(work, planned.global_labels, &stats, stop_requested));
+  if (!capacity_after_warmup_) {  // device_memory.h: after the first step
+    memory_capacity_bytes_ = memory_->CapacityBytes();
+    capacity_after_warmup_ = true;
+  }
   StepSeconds seconds;
   seconds.work = SecondsSince(t_work);
   stats.seconds = SecondsSince(t0);
@@ -693,23 +712,34 @@ StatusOr<RankStepWork> Run::RunMicroBatches(const PlannedStep& planned, const Ra
 
 Status Run::ReduceAndApply(const RankStepWork& work, int64_t global_labels, StepStats* stats,
                            bool* stop_requested) {
+  // Out of memory in a gradient hook: the reducer joined the step's
+  // collectives; the scalar all-reduce below tells every rank.
+  Status reduced = OkStatus();
   if (zero_ != nullptr) {
     model::compat::Synchronize(device_);
-    SKRULL_RETURN_IF_ERROR(zero_->FinishGradients());
+    reduced = zero_->FinishGradients();
   } else if (grad_reducer_ != nullptr) {
     model::compat::Synchronize(device_);
     // Every ReducibleGradient(i) was taken and reduced: what Step() needs.
-    SKRULL_RETURN_IF_ERROR(grad_reducer_->Finish());
+    reduced = grad_reducer_->Finish();
   } else {
     std::vector<at::Tensor> grads = optimizer_->ReducibleGradients();
     model::compat::Synchronize(device_);
     SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(grads));
   }
+  const bool oom_here = reduced.code() == StatusCode::kOutOfMemory;
+  if (!reduced.ok() && !oom_here) return reduced;
   const bool stop_here = options_.stop_signal != nullptr && options_.stop_signal->load() != 0;
-  std::vector<double> scalars = {work.loss_sum, stop_here ? 1.0 : 0.0};
+  std::vector<double> scalars = {work.loss_sum, stop_here ? 1.0 : 0.0, oom_here ? 1.0 : 0.0};
   SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(&scalars));
   model::compat::Synchronize(device_);
   *stop_requested = scalars[1] > 0;
+  if (scalars[2] > 0) {
+    return OutOfMemory(oom_here ? reduced.message()
+                                : std::to_string(std::lround(scalars[2])) +
+                                      " other rank(s) ran out of memory in this step's gradient "
+                                      "hooks (their oom-rank<r>.json names the allocation)");
+  }
 
   stats->loss = scalars[0] / static_cast<double>(std::max<int64_t>(1, global_labels));
   stats->lr = LearningRateAt(lr_, stats->step);
@@ -795,6 +825,8 @@ void Run::AdvanceState(const PlannedStep& planned, const StepStats& stats) {
 // checkpoint still appears at once, complete.
 Status Run::SaveZeroShards(const std::string& staging) {
   Status written = zero_->SaveShard(staging);
+  // The slowest rank's write is waited for on the store, not in the all-reduce.
+  SKRULL_RETURN_IF_ERROR(coll_->WaitForAllRanks(CheckpointWaitTimeout()));
   std::vector<double> failed = {written.ok() ? 0.0 : 1.0};
   SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(&failed));
   SKRULL_RETURN_IF_ERROR(written);
@@ -862,8 +894,10 @@ Status Run::SaveCheckpoint(int64_t step_done) {
       saved = dir.status();
     }
   }
-  // Ranks leave together, so a checkpoint is complete before any rank exits.
-  SKRULL_RETURN_IF_ERROR(coll_->Barrier());
+  // Ranks leave together, so a checkpoint is complete before any rank exits;
+  // they wait on the store, not in a collective that rank 0's writing could
+  // time out (Collectives::WaitForAllRanks).
+  SKRULL_RETURN_IF_ERROR(coll_->WaitForAllRanks(CheckpointWaitTimeout()));
   return saved;
 }
 
@@ -1009,6 +1043,7 @@ std::string JobSpecHash(const api::JobSpec& job) {
   j.training.checkpoint_every = 0;
   // Neither changes the math: a resumed run may change them.
   j.training.recompute = api::Recompute::kNone;
+  j.training.collective_timeout_seconds = api::TrainingSpec().collective_timeout_seconds;
   j.checkpoint = api::CheckpointSpec();
   j.metrics = api::MetricsSpec();
   j.resources = api::ResourcesSpec();

@@ -30,15 +30,22 @@
 //
 // Memory (device_memory.h): every step records this rank's memory peak (CUDA:
 // the caching allocator's reserved and allocated peaks of that step; CPU: the
-// process's peak RSS) and the capacity (CUDA: the device's total memory; CPU:
-// host memory) in metrics.jsonl and the skrull_memory_* gauges; summary.json
+// process's peak RSS) and the capacity (CUDA: free device memory plus the
+// allocator's reservation, re-read after the first step; CPU: host memory)
+// in metrics.jsonl and the skrull_memory_* gauges; summary.json
 // has the run's peaks. An out-of-memory error (c10::OutOfMemoryError) ends the
 // run with an OutOfMemory status after writing <outputDir>/oom[-rank<r>].json
 // (trainer/metrics/oom_record.h); a run that starts removes its rank's old one.
+// One raised inside a gradient hook (packing a bucket for the reduction that
+// overlaps backward) reaches every rank: the rank still joins the step's
+// collectives (collectives.h, GradientReducer), the step's scalar all-reduce
+// carries the flag, and every rank writes its record and returns OutOfMemory.
 //
-// Device and precision: CUDA (cuda:<local rank>) when resources.gpusPerProc
-// > 0 and a GPU is visible, else CPU. CPU runs train in float32 (a bf16 spec
-// is run in float32 on CPU, with a notice).
+// Device and precision: dist::ChooseRankDevice (trainer/dist/rank_device.h),
+// the rule the NCCL groups follow: under `auto`, CUDA (cuda:<local rank>) when
+// resources.gpusPerProc > 0 and a GPU is visible, else CPU; never two ranks
+// of a node on one GPU. CPU runs train in float32 (a bf16 spec is run in
+// float32 on CPU, with a notice).
 //
 // Outputs under <outputDir>: checkpoints/ (checkpoint.h), metrics.jsonl
 // (rank 0; metrics-rank<r>.jsonl for other ranks), and summary.json
@@ -98,6 +105,11 @@ struct TrainerOptions {
   // names): resuming from a checkpoint fails with an I/O error as a full disk
   // would, after the ranks agreed on the checkpoint. Tests the launcher's blame.
   bool disk_full_on_resume = false;
+  // Test hook (SKRULL_TEST_OOM_IN_GRAD_HOOK_AT_STEP, for the ranks
+  // SKRULL_TEST_OOM_IN_GRAD_HOOK_RANK names): packing a gradient bucket
+  // inside a gradient hook at step N throws c10::OutOfMemoryError (see
+  // GradientReducer). -1 = never.
+  int64_t out_of_memory_in_gradient_hook_at_step = -1;
 };
 
 // Trains the rank `layout` places in `job`: the process's rank, its DP and CP

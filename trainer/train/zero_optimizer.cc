@@ -1,9 +1,11 @@
 #include "trainer/train/zero_optimizer.h"
 
+#include <c10/util/Exception.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <set>
 
 namespace skrull::train {
@@ -64,7 +66,9 @@ class ZeroOptimizer::Reducer final : public GradientReducer {
       EndRound();
     }
     Status status = error_;
+    if (status.ok() && !oom_.empty()) status = OutOfMemoryError(oom_);
     error_ = OkStatus();
+    oom_.clear();
     return status;
   }
 
@@ -80,7 +84,9 @@ class ZeroOptimizer::Reducer final : public GradientReducer {
   // full gradients and starts the reduce-scatter.
   void Launch(size_t b) {
     if (!error_.ok()) return;
+    if (first_deferred_ != SIZE_MAX) return;  // JoinDeferredBuckets launches it
     try {
+      RunPackHookForTesting();
       torch::NoGradGuard no_grad;
       const ZeroBucket& bucket = owner_->partition_.buckets()[b];
       const int world = owner_->partition_.world_size();
@@ -101,15 +107,43 @@ class ZeroOptimizer::Reducer final : public GradientReducer {
       }
       f.work = owner_->coll_->StartReduceScatterSum(f.flat, out);
       in_flight_.push_back(std::move(f));
+    } catch (const c10::OutOfMemoryError& e) {  // GradientReducer: still join the round
+      if (oom_.empty()) {
+        oom_ = std::string("ZeRO gradient reduce-scatter: packing a bucket: ") +
+               e.what_without_backtrace();
+      }
+      first_deferred_ = b;
     } catch (const std::exception& e) {  // runs inside backward: never throw
       error_ = InternalError(std::string("ZeRO gradient reduce-scatter: ") + e.what());
     }
+  }
+
+  // After an out-of-memory launch: the reduce-scatters of buckets
+  // first_deferred_.. with zeros (what the peers' shapes need), one at a time
+  // (one bucket of memory), in bucket order; the results are not used.
+  void JoinDeferredBuckets() {
+    const auto& buckets = owner_->partition_.buckets();
+    const int world = owner_->partition_.world_size();
+    try {
+      torch::NoGradGuard no_grad;
+      for (size_t k = first_deferred_; k < buckets.size() && error_.ok(); ++k) {
+        at::Tensor in = torch::zeros({buckets[k].slice_numel * world}, owner_->grad_.options());
+        at::Tensor out = torch::empty({buckets[k].slice_numel}, owner_->grad_.options());
+        Status waited = owner_->coll_->StartReduceScatterSum(in, out)->Wait();
+        if (!waited.ok()) error_ = waited;
+      }
+    } catch (const std::exception& e) {
+      oom_ += std::string("; could not join the remaining reduce-scatters (") + e.what() +
+              "): the other ranks fail on the collective timeout";
+    }
+    first_deferred_ = SIZE_MAX;
   }
 
   // Launches the buckets not launched yet, waits for all and (stage 2) adds
   // the slices into the shard. Ready for the next backward after.
   void EndRound() {
     while (next_ < bucket_ready_.size()) Launch(next_++);
+    if (first_deferred_ != SIZE_MAX) JoinDeferredBuckets();
     torch::NoGradGuard no_grad;
     for (InFlight& f : in_flight_) {
       Status waited = f.work->Wait();
@@ -133,6 +167,10 @@ class ZeroOptimizer::Reducer final : public GradientReducer {
   int64_t rounds_ = 1;
   int64_t rounds_done_ = 0;
   Status error_ = OkStatus();
+  std::string oom_;  // the step's first out-of-memory error
+  // The bucket this round's out-of-memory error hit (later ones wait too);
+  // SIZE_MAX = none.
+  size_t first_deferred_ = SIZE_MAX;
 };
 
 ZeroOptimizer::ZeroOptimizer(std::vector<model::NamedTensor> params,
