@@ -18,6 +18,12 @@
 //                split, micro-batches of up to micro_batch_size sequences,
 //                every sequence distributed (deepspeed.h); the simulator
 //                prices it at ZeRO-2.
+//   dynamic-cp   Megatron-Core's dynamic CP: each sequence on the smallest
+//                power-of-two CP group that holds it, micro-batches
+//                balanced over all dp x cp GPUs (dynamic_cp.h).
+//   local-if-fits  a sequence that fits BucketSize runs whole on one GPU
+//                (LPT over all dp x cp GPUs); only the rest are sharded
+//                (local_if_fits.h).
 //
 // Every policy is deterministic (ties broken by lowest index) and returns a
 // plan that passes VerifyPlan.

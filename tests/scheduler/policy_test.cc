@@ -61,7 +61,8 @@ TEST(Policy, UnknownNameListsValidOnes) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(p.status().message().find(
-                "skrull, cp-all, sorted, balanced-cp, round-robin, skrull-paper, deepspeed"),
+                "skrull, cp-all, sorted, balanced-cp, round-robin, skrull-paper, deepspeed, "
+                "dynamic-cp, local-if-fits"),
             std::string::npos)
       << p.status();
 }
