@@ -82,19 +82,42 @@ IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const Hardwa
   return it;
 }
 
+namespace {
+
+// One sequence's work at the profile's best efficiency for its size (the
+// tight bound's per-sequence term).
+double BestCaseSeconds(int64_t length, int64_t bucket_size_tokens, const CostModel& cost,
+                       const HardwareProfile& hw) {
+  const double hw_factor = cost.HardwareFlopsFactor();
+  const double linear_per_token = cost.LinearFlopsPerToken() * hw_factor;
+  const double gemm = BestEfficiencyUpTo(hw.gemm_efficiency, bucket_size_tokens);
+  const double attention = BestEfficiencyUpTo(hw.attention_efficiency, length);
+  return linear_per_token * static_cast<double>(length) / (hw.peak_flops_per_second * gemm) +
+         cost.AttentionFlops(length) * hw_factor / (hw.peak_flops_per_second * attention);
+}
+
+}  // namespace
+
 double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
                               int64_t bucket_size_tokens, const CostModel& cost,
                               const HardwareProfile& hw) {
-  const double hw_factor = cost.HardwareFlopsFactor();
-  const double linear_per_token = cost.LinearFlopsPerToken() * hw_factor;
   double seconds = 0;
-  for (int64_t s : lengths) {
-    const double gemm = BestEfficiencyUpTo(hw.gemm_efficiency, bucket_size_tokens);
-    const double attention = BestEfficiencyUpTo(hw.attention_efficiency, s);
-    seconds += linear_per_token * static_cast<double>(s) / (hw.peak_flops_per_second * gemm) +
-               cost.AttentionFlops(s) * hw_factor / (hw.peak_flops_per_second * attention);
-  }
+  for (int64_t s : lengths) seconds += BestCaseSeconds(s, bucket_size_tokens, cost, hw);
   return seconds / static_cast<double>(topology.WorldSize());
+}
+
+double ReachableBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
+                             int64_t bucket_size_tokens, const CostModel& cost,
+                             const HardwareProfile& hw, int zero_stage) {
+  int64_t longest = 0;
+  for (int64_t s : lengths) longest = std::max(longest, s);
+  const double compute = std::max(
+      TightLowerBoundSeconds(lengths, topology, bucket_size_tokens, cost, hw),
+      longest > 0 ? BestCaseSeconds(longest, bucket_size_tokens, cost, hw) / topology.cp : 0.0);
+  const GradientSync sync = MakeGradientSync(cost, hw, topology.WorldSize(), zero_stage);
+  return std::max(compute + sync.last_bucket_seconds,
+                  (1 - sync.backward_fraction) * compute + sync.reduce_seconds) +
+         sync.parameter_all_gather_seconds;
 }
 
 StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
@@ -164,6 +187,8 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
         std::max(batch_flops / world, longest_flops / cp) / hw.peak_flops_per_second;
     report.tight_bound_seconds +=
         TightLowerBoundSeconds(lengths, options.topology, options.bucket_size_tokens, cost, hw);
+    report.reachable_bound_seconds += ReachableBoundSeconds(
+        lengths, options.topology, options.bucket_size_tokens, cost, hw, options.zero_stage);
     for (size_t p = 0; p < policies.size(); ++p) {
       auto plan = Schedule(policies[p], batch, schedule_options, cost);
       if (!plan.ok()) {
@@ -199,6 +224,7 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
   }
   report.lower_bound_seconds /= options.steps;
   report.tight_bound_seconds /= options.steps;
+  report.reachable_bound_seconds /= options.steps;
   for (size_t p = 0; p < policies.size(); ++p) {
     Totals& t = totals[p];
     t.stats.mean_iteration_seconds = t.seconds / options.steps;

@@ -53,6 +53,20 @@ double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topolog
                               int64_t bucket_size_tokens, const CostModel& cost,
                               const HardwareProfile& hw);
 
+// A bound a schedule can reach: the tight bound raised to the longest
+// sequence's critical path (its work at the profile's best efficiency
+// spread over all cp ranks of one CP group, the most it can be spread),
+// plus the gradient synchronisation that no placement can hide. With R that
+// compute bound, a DP rank's micro-batches take T >= R and the one it runs
+// last at most T, so (GradientSync::RankSeconds) an iteration takes at least
+//   max(R + last_bucket, (1 - backward_fraction) x R + reduce)
+// plus the parameter all-gather at ZeRO stages 1 and 2 (stage 2 meets at
+// every micro-batch, each meeting at least this). Never above the time
+// SimulatePlan gives any valid plan of this batch at `zero_stage`.
+double ReachableBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
+                             int64_t bucket_size_tokens, const CostModel& cost,
+                             const HardwareProfile& hw, int zero_stage = 0);
+
 struct PolicyStats {
   double mean_iteration_seconds = 0;
   double tokens_per_second = 0;  // all tokens of all steps / all simulated seconds
@@ -90,6 +104,8 @@ struct SimulationReport {
   double lower_bound_seconds = 0;
   // TightLowerBoundSeconds, averaged over steps.
   double tight_bound_seconds = 0;
+  // ReachableBoundSeconds at options.zero_stage, averaged over steps.
+  double reachable_bound_seconds = 0;
   int steps = 0;
 };
 
