@@ -16,6 +16,12 @@ constexpr double kKernelsPerLayerRecompute = 13;
 
 }  // namespace
 
+double LaunchSecondsPerMicroBatch(const CostModel& cost, const HardwareProfile& hw) {
+  return static_cast<double>(cost.model().num_hidden_layers) *
+         (kKernelsPerLayerTraining + (cost.options().recompute ? kKernelsPerLayerRecompute : 0)) *
+         hw.kernel_launch_seconds;
+}
+
 MicroBatchPricer::MicroBatchPricer(std::vector<int64_t> lengths, int cp, const CostModel& cost,
                                    const HardwareProfile& hw)
     : lengths_(std::move(lengths)), cp_(cp), hw_(hw) {
@@ -41,10 +47,7 @@ MicroBatchPricer::MicroBatchPricer(std::vector<int64_t> lengths, int cp, const C
   kv_bytes_per_token_ = cost.KvBytesPerLayer(1);
   gathers_ = cost.options().recompute ? 2.0 : 1.0;
   linear_flops_per_token_ = cost.LinearFlopsPerToken() * hw_factor;
-  launch_seconds_ =
-      layers_ *
-      (kKernelsPerLayerTraining + (cost.options().recompute ? kKernelsPerLayerRecompute : 0)) *
-      hw.kernel_launch_seconds;
+  launch_seconds_ = LaunchSecondsPerMicroBatch(cost, hw);
 }
 
 MicroBatchTime MicroBatchPricer::Price(const std::vector<int>& placement) const {

@@ -109,6 +109,10 @@ class MicroBatchPricer {
   mutable std::vector<double> local_attention_, shard_attention_;
 };
 
+// Kernel launches one non-empty micro-batch pays on each CP rank holding
+// tokens (forward + backward, and the recompute forward), in seconds.
+double LaunchSecondsPerMicroBatch(const CostModel& cost, const HardwareProfile& hw);
+
 // The same model on raw inputs: placement[k] is the placement code (plan.h)
 // of the sequence of lengths[k]. REQUIRES: equal sizes, codes valid for cp.
 MicroBatchTime SimulatePlacement(const std::vector<int64_t>& lengths,

@@ -1,6 +1,7 @@
 #include "scheduler/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "scheduler/checked_math.h"
@@ -85,13 +86,14 @@ IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const Hardwa
 namespace {
 
 // One sequence's work at the profile's best efficiency for its size (the
-// tight bound's per-sequence term).
-double BestCaseSeconds(int64_t length, int64_t bucket_size_tokens, const CostModel& cost,
-                       const HardwareProfile& hw) {
+// tight bound's per-sequence term): GEMMs at the best up to BucketSize rows,
+// attention at the best up to `attention_query_cap` query tokens.
+double BestCaseSeconds(int64_t length, int64_t bucket_size_tokens, int64_t attention_query_cap,
+                       const CostModel& cost, const HardwareProfile& hw) {
   const double hw_factor = cost.HardwareFlopsFactor();
   const double linear_per_token = cost.LinearFlopsPerToken() * hw_factor;
   const double gemm = BestEfficiencyUpTo(hw.gemm_efficiency, bucket_size_tokens);
-  const double attention = BestEfficiencyUpTo(hw.attention_efficiency, length);
+  const double attention = BestEfficiencyUpTo(hw.attention_efficiency, attention_query_cap);
   return linear_per_token * static_cast<double>(length) / (hw.peak_flops_per_second * gemm) +
          cost.AttentionFlops(length) * hw_factor / (hw.peak_flops_per_second * attention);
 }
@@ -102,18 +104,37 @@ double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topolog
                               int64_t bucket_size_tokens, const CostModel& cost,
                               const HardwareProfile& hw) {
   double seconds = 0;
-  for (int64_t s : lengths) seconds += BestCaseSeconds(s, bucket_size_tokens, cost, hw);
+  for (int64_t s : lengths) seconds += BestCaseSeconds(s, bucket_size_tokens, s, cost, hw);
   return seconds / static_cast<double>(topology.WorldSize());
 }
 
 double ReachableBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
                              int64_t bucket_size_tokens, const CostModel& cost,
                              const HardwareProfile& hw, int zero_stage) {
+  // Work: no rank holds more than BucketSize queries, whole or as a shard.
   int64_t longest = 0;
-  for (int64_t s : lengths) longest = std::max(longest, s);
-  const double compute = std::max(
-      TightLowerBoundSeconds(lengths, topology, bucket_size_tokens, cost, hw),
-      longest > 0 ? BestCaseSeconds(longest, bucket_size_tokens, cost, hw) / topology.cp : 0.0);
+  double work = 0, tokens = 0;
+  for (int64_t s : lengths) {
+    longest = std::max(longest, s);
+    work += BestCaseSeconds(s, bucket_size_tokens, std::min(s, bucket_size_tokens), cost, hw);
+    tokens += static_cast<double>(s);
+  }
+  // Launches: every non-empty micro-batch pays them on its ranks, and the
+  // DP ranks hold at least min(dp, sequences) and ceil(tokens / (cp x C))
+  // micro-batches in all; the slowest rank pays at least their mean.
+  const double launch = LaunchSecondsPerMicroBatch(cost, hw);
+  const double capacity =
+      static_cast<double>(topology.cp) * static_cast<double>(bucket_size_tokens);
+  const double micro_batches =
+      std::max(std::min<double>(topology.dp, static_cast<double>(lengths.size())),
+               std::ceil(tokens / capacity));
+  double compute = work / topology.WorldSize() + launch * micro_batches / topology.dp;
+  if (longest > 0) {
+    const double path = BestCaseSeconds(longest, bucket_size_tokens,
+                                        std::min(longest, bucket_size_tokens), cost, hw) /
+                        topology.cp;
+    compute = std::max(compute, path + launch);
+  }
   const GradientSync sync = MakeGradientSync(cost, hw, topology.WorldSize(), zero_stage);
   return std::max(compute + sync.last_bucket_seconds,
                   (1 - sync.backward_fraction) * compute + sync.reduce_seconds) +

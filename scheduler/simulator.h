@@ -53,16 +53,23 @@ double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topolog
                               int64_t bucket_size_tokens, const CostModel& cost,
                               const HardwareProfile& hw);
 
-// A bound a schedule can reach: the tight bound raised to the longest
-// sequence's critical path (its work at the profile's best efficiency
-// spread over all cp ranks of one CP group, the most it can be spread),
-// plus the gradient synchronisation that no placement can hide. With R that
-// compute bound, a DP rank's micro-batches take T >= R and the one it runs
-// last at most T, so (GradientSync::RankSeconds) an iteration takes at least
+// A bound a schedule can reach. Compute R: the larger of
+//   - every sequence's work at the profile's best efficiency, attention at
+//     most at BucketSize query tokens (no rank holds more, whole or as a
+//     shard), over all dp x cp GPUs, plus the kernel launches of the fewest
+//     micro-batches the tokens need (LaunchSecondsPerMicroBatch, pricing.h)
+//     per DP rank;
+//   - the longest sequence's critical path: its work spread over all cp
+//     ranks of one CP group, the most it can be spread, plus one
+//     micro-batch's launches.
+// Then the gradient synchronisation no placement hides: a DP rank's
+// micro-batches take T >= R and the one it runs last at most T, so
+// (GradientSync::RankSeconds) an iteration takes at least
 //   max(R + last_bucket, (1 - backward_fraction) x R + reduce)
 // plus the parameter all-gather at ZeRO stages 1 and 2 (stage 2 meets at
 // every micro-batch, each meeting at least this). Never above the time
-// SimulatePlan gives any valid plan of this batch at `zero_stage`.
+// SimulatePlan gives any valid plan of this batch at `zero_stage`
+// (tests/scheduler/simulator_test.cc checks it on random batches).
 double ReachableBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
                              int64_t bucket_size_tokens, const CostModel& cost,
                              const HardwareProfile& hw, int zero_stage = 0);

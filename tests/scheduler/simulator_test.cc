@@ -282,10 +282,14 @@ TEST(Simulator, TightBoundPricesEachSequenceAtItsBestEfficiencyOverAllGpus) {
 
 TEST(Simulator, ReachableBoundAddsTheLongestSequencesPathAndTheUnhiddenGradientSync) {
   const CostModel cost(Preset("tiny"));
-  const HardwareProfile hw = UnitProfile();
+  HardwareProfile hw = UnitProfile();
+  hw.kernel_launch_seconds = 1e-6;
   // 2 x 2 GPUs; the 4000-token sequence alone, over its 2 CP ranks, takes
-  // longer than all the work spread over 4 GPUs.
-  const double path = (kLinear * 4000 + kAttention * 4000 * 4000) / 2;
+  // longer than all the work spread over 4 GPUs; its micro-batch pays the
+  // launches once.
+  const double path =
+      (kLinear * 4000 + kAttention * 4000 * 4000) / 2 + LaunchSecondsPerMicroBatch(cost, hw);
+  ASSERT_GT(LaunchSecondsPerMicroBatch(cost, hw), 0);
   ASSERT_GT(path, TightLowerBoundSeconds({100, 4000}, {2, 2}, 4096, cost, hw));
   for (int stage = 0; stage <= 2; ++stage) {
     const GradientSync sync = MakeGradientSync(cost, hw, 4, stage);
@@ -322,6 +326,19 @@ TEST(Simulator, NoPlanIsPricedBelowTheReachableBound) {
       }
     }
   }
+}
+
+TEST(Simulator, ReachableBoundCapsAttentionEfficiencyAtBucketSizeQueries) {
+  const CostModel cost(Preset("tiny"));
+  HardwareProfile hw = UnitProfile();
+  hw.attention_efficiency = {{100, 0.5}, {1000, 1.0}};
+  // 800 tokens at BucketSize 100 run as shards of <= 100 queries: attention
+  // at 0.5 however it is placed (the tight bound grants 1.0). One GPU.
+  const GradientSync sync = MakeGradientSync(cost, hw, 1, 0);
+  const double compute = kLinear * 800 + kAttention * 800 * 800 / 0.5;
+  EXPECT_DOUBLE_EQ(ReachableBoundSeconds({800}, {1, 1}, 100, cost, hw),
+                   std::max(compute + sync.last_bucket_seconds,
+                            (1 - sync.backward_fraction) * compute + sync.reduce_seconds));
 }
 
 TEST(Simulator, SimulatePricesDeepSpeedAtZeroTwoAndKeepsEveryPolicyAboveTheTightBound) {
