@@ -66,6 +66,9 @@ struct ScheduleOptions {
   // sub-groups of 2, 4, ... ranks (GdsOptions::sub_groups). false gives
   // skrull's plans with every distributed sequence over all CP ranks.
   bool sub_groups = true;
+  // `skrull` only: also price local-if-fits' and dynamic-cp's whole plans
+  // and keep the fastest (policy.cc). false gives GDS + DACP's plan alone.
+  bool adopt_rivals = true;
 };
 
 // What is wrong with a layout against the limits of limits.h ("topology: dp x cp =
