@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <set>
 #include <utility>
 
 #include "common/status.h"
@@ -78,6 +79,7 @@ class MicroBatchFormer {
     min_load_ = MinHeap();
     cursor_.clear();
     open_.clear();
+    rooms_.clear();
   }
 
   bool SlotFree(int dp_rank, int first, int size) const {
@@ -109,6 +111,8 @@ class MicroBatchFormer {
   // The least-loaded open group of `size` with room for `shard` tokens per
   // rank (lowest index on ties), or -1.
   int LeastLoadedOpenGroup(int size, int64_t shard) {
+    const std::multiset<int64_t>& rooms = rooms_[size];
+    if (rooms.empty() || *rooms.rbegin() < shard) return -1;  // no group has room
     MinHeap& heap = open_[size];
     std::vector<LoadEntry> no_room;
     int found = -1;
@@ -143,7 +147,10 @@ class MicroBatchFormer {
       if (index < 0) return false;
     }
     Group& g = groups_[static_cast<size_t>(index)];
+    std::multiset<int64_t>& rooms = rooms_[size];
+    if (!g.members.empty()) rooms.erase(rooms.find(bucket_ - g.used_tokens));
     g.used_tokens += shard;
+    rooms.insert(bucket_ - g.used_tokens);
     g.members.push_back(k);
     for (int r = g.first; r < g.first + size; ++r) {
       const int gpu = Gpu(g.dp_rank, r);
@@ -214,9 +221,10 @@ class MicroBatchFormer {
   std::vector<double> load_;  // FLOPs per GPU
   int64_t idle_ = 0;
   double max_load_ = 0;
-  MinHeap min_load_;               // lazy: stale entries skipped
-  std::map<int, int64_t> cursor_;  // per group size
-  std::map<int, MinHeap> open_;    // per group size: (load, group index)
+  MinHeap min_load_;                             // lazy: stale entries skipped
+  std::map<int, int64_t> cursor_;                // per group size
+  std::map<int, MinHeap> open_;                  // per group size: (load, group index)
+  std::map<int, std::multiset<int64_t>> rooms_;  // per group size: tokens left per group
 };
 
 }  // namespace

@@ -243,7 +243,8 @@ StatusOr<Plan> Schedule(Policy policy, const std::vector<Sequence>& global_batch
       GdsResult result = RunGds(global_batch, gds, cost);
       plan.ranks = std::move(result.ranks);
       plan.rollbacks = result.rollbacks;
-      if (policy == Policy::kSkrull && options.adopt_rivals) {
+      if (policy == Policy::kSkrull && options.adopt_rivals &&
+          global_batch.size() < kMaxRivalSequences) {
         Finish(plan, cost);
         AdoptFasterRival(global_batch, cost, *gds.hardware, plan);
       }

@@ -30,6 +30,7 @@
 #ifndef SKRULL_SCHEDULER_POLICY_H_
 #define SKRULL_SCHEDULER_POLICY_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -67,9 +68,16 @@ struct ScheduleOptions {
   // skrull's plans with every distributed sequence over all CP ranks.
   bool sub_groups = true;
   // `skrull` only: also price local-if-fits' and dynamic-cp's whole plans
-  // and keep the fastest (policy.cc). false gives GDS + DACP's plan alone.
+  // and keep the fastest (policy.cc), on batches of fewer than
+  // kMaxRivalSequences. false gives GDS + DACP's plan alone.
   bool adopt_rivals = true;
 };
+
+// skrull prices its rivals' plans only below this many sequences: dynamic-cp
+// alone takes ~0.4 s of CPU on 65,536 ChatQA2 sequences over 512 x 8 GPUs
+// (bench_scheduler_cost --case large --policy dynamic-cp), past the 100 ms
+// budget of a large batch (docs/performance.md).
+inline constexpr size_t kMaxRivalSequences = 4096;
 
 // What is wrong with a layout against the limits of limits.h ("topology: dp x cp =
 // 4294967296 ranks exceeds the maximum 65536", bucket_size_tokens out of
