@@ -97,14 +97,7 @@ void CountSubGroups(const scheduler::Plan& plan, int64_t* distributed, int64_t* 
 }
 
 Result RunSetting(const Setting& s, const Flags& flags) {
-  auto model = scheduler::ModelPreset(s.model);
-  if (!model.ok()) {
-    std::cerr << model.status() << "\n";
-    std::abort();
-  }
-  scheduler::CostModelOptions cost_options;
-  cost_options.dp_for_sharding = s.topology.WorldSize();
-  const scheduler::CostModel cost(*model, cost_options);
+  const scheduler::CostModel cost = SettingCostModel(s);
   const scheduler::HardwareProfile hw = scheduler::H100Profile();
   auto sampler = Dataset(s.dataset);
   if (!sampler.ok()) {

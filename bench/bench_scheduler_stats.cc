@@ -158,14 +158,7 @@ double Mean(const std::vector<double>& v) {
 
 // One setting's summary row (and the per-policy table printed on the way).
 std::vector<std::string> RunSetting(const Setting& s, const Flags& flags) {
-  auto model = scheduler::ModelPreset(s.model);
-  if (!model.ok()) {
-    std::cerr << model.status() << "\n";
-    std::abort();
-  }
-  scheduler::CostModelOptions cost_options;
-  cost_options.dp_for_sharding = s.topology.WorldSize();
-  const scheduler::CostModel cost(*model, cost_options);
+  const scheduler::CostModel cost = SettingCostModel(s);
   const scheduler::HardwareProfile hw = scheduler::H100Profile();
   std::map<std::string, std::vector<double>> schedule_micros;
   std::vector<SeedRun> runs;

@@ -6,9 +6,13 @@
 #define SKRULL_BENCH_PAPER_SETTINGS_H_
 
 #include <cstdint>
+#include <cstdlib>
+#include <iostream>
 #include <string>
 #include <vector>
 
+#include "scheduler/cost_model.h"
+#include "scheduler/model_config.h"
 #include "scheduler/plan.h"
 
 namespace skrull::bench {
@@ -34,6 +38,19 @@ inline std::vector<Setting> PaperSettings() {
       {"qwen2.5-7b", "chatqa2", {2, 16}, 40, 13, 1.35},
       {"qwen2.5-7b", "llama3-mix", {4, 8}, 64, 13, 0},
   };
+}
+
+// The setting's model priced for its layout (ZeRO sharding over all dp x cp
+// ranks). Aborts on an unknown model preset: the settings above are fixed.
+inline scheduler::CostModel SettingCostModel(const Setting& s) {
+  auto model = scheduler::ModelPreset(s.model);
+  if (!model.ok()) {
+    std::cerr << model.status() << "\n";
+    std::abort();
+  }
+  scheduler::CostModelOptions options;
+  options.dp_for_sharding = s.topology.WorldSize();
+  return scheduler::CostModel(*model, options);
 }
 
 }  // namespace skrull::bench

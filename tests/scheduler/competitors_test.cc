@@ -13,19 +13,8 @@ namespace {
 using testing::MakeBatch;
 using testing::Qwen05Cost;
 
-ScheduleOptions Options(int dp, int cp, int64_t bucket) {
-  ScheduleOptions o;
-  o.topology = {dp, cp};
-  o.bucket_size_tokens = bucket;
-  return o;
-}
-
-Plan MustSchedule(Policy p, const std::vector<Sequence>& batch, const ScheduleOptions& o) {
-  auto plan = Schedule(p, batch, o, Qwen05Cost());
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  EXPECT_TRUE(VerifyPlan(*plan, batch).ok()) << VerifyPlan(*plan, batch);
-  return std::move(plan).value();
-}
+using testing::MustSchedule;
+using testing::Options;
 
 // The placement of sequence `id` in the plan.
 PlacedSequence Find(const Plan& plan, int64_t id) {
