@@ -328,6 +328,25 @@ TEST(Simulator, NoPlanIsPricedBelowTheReachableBound) {
   }
 }
 
+TEST(Simulator, ReachableBoundChargesTheEagerCpuFloorAndTheGradientDtype) {
+  const CostModel cost(Preset("tiny"));
+  HardwareProfile hw = UnitProfile();
+  hw.cpu_seconds_per_kernel = 1.0;  // the floor outlasts any work here
+  const double floor = LaunchCostPerMicroBatch(cost, hw).cpu_floor_seconds;
+  ASSERT_GT(floor, kLinear * 100 + kAttention * 100 * 100);
+  const GradientSync sync = MakeGradientSync(cost, hw, 1, 0);
+  const double bound = ReachableBoundSeconds({100}, {1, 1}, 4096, cost, hw);
+  EXPECT_DOUBLE_EQ(bound, std::max(floor + sync.last_bucket_seconds,
+                                   (1 - sync.backward_fraction) * floor + sync.reduce_seconds) +
+                              sync.optimizer_step_seconds);
+  // A slow link: the reduction outlasts the step, and bf16 halves its bytes.
+  hw.all_reduce = {1e-6, 1e3};
+  GradientSyncOptions fp32, bf16;
+  bf16.dtype = GradReduceDtype::kBf16;
+  EXPECT_LT(ReachableBoundSeconds({100}, {2, 1}, 4096, cost, hw, bf16),
+            ReachableBoundSeconds({100}, {2, 1}, 4096, cost, hw, fp32));
+}
+
 TEST(Simulator, ReachableBoundCapsAttentionEfficiencyAtBucketSizeQueries) {
   const CostModel cost(Preset("tiny"));
   HardwareProfile hw = UnitProfile();
