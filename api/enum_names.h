@@ -27,6 +27,7 @@ inline constexpr EnumName<scheduler::Policy> kSchedulerPolicyNames[] = {
     JobPolicyEntry(kJobPolicies[0]), JobPolicyEntry(kJobPolicies[1]),
     JobPolicyEntry(kJobPolicies[2]), JobPolicyEntry(kJobPolicies[3]),
     JobPolicyEntry(kJobPolicies[4]), JobPolicyEntry(kJobPolicies[5]),
+    JobPolicyEntry(kJobPolicies[6]), JobPolicyEntry(kJobPolicies[7]),
 };
 static_assert(std::size(kSchedulerPolicyNames) == std::size(kJobPolicies));
 inline constexpr EnumName<DataFormat> kDataFormatNames[] = {

@@ -473,7 +473,8 @@ inline bool operator!=(const JobSpec& a, const JobSpec& b) { return !(a == b); }
 // The policies spec.scheduler.policy may name, in the order messages list them.
 inline constexpr scheduler::Policy kJobPolicies[] = {
     scheduler::Policy::kSkrull,     scheduler::Policy::kCpAll,      scheduler::Policy::kSorted,
-    scheduler::Policy::kBalancedCp, scheduler::Policy::kRoundRobin, scheduler::Policy::kDeepSpeed};
+    scheduler::Policy::kBalancedCp, scheduler::Policy::kRoundRobin, scheduler::Policy::kDeepSpeed,
+    scheduler::Policy::kDynamicCp,  scheduler::Policy::kLocalIfFits};
 
 // Enum -> YAML spelling ("tokenized-jsonl", "bf16", ...; policies:
 // scheduler::PolicyName).

@@ -22,7 +22,9 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_util.h"
+#include "bench/bracket_pricing.h"
 #include "bench/length_samplers.h"
+#include "bench/paper_settings.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/deepspeed_bracket.h"
 #include "scheduler/hardware_profile.h"
@@ -35,42 +37,18 @@ namespace {
 
 namespace sch = scheduler;
 
-struct Setting {
-  std::string model, dataset;
-  sch::Topology topology;
-  int batch_size;  // per DP rank
-  int64_t bucket_k;
-  double paper;         // the paper's bar vs its DeepSpeed baseline
-  bool table3 = false;  // the Table 3 case study, kept out of the Fig. 3 means
-};
-
-// The paper's settings (§5, Fig. 3 bars as papernotes reads them), then its
-// Table 3 case study (DP=1, CP=8, 0.5B, ChatQA2, BatchSize 64: Skrull 1.40x).
-std::vector<Setting> PaperSettings() {
-  return {{"qwen2.5-0.5b", "wikipedia", {4, 8}, 64, 26, 7.54},
-          {"qwen2.5-0.5b", "lmsyschat1m", {4, 8}, 64, 26, 6.17},
-          {"qwen2.5-0.5b", "chatqa2", {4, 8}, 64, 26, 2.79},
-          {"qwen2.5-7b", "wikipedia", {4, 8}, 64, 13, 2.60},
-          {"qwen2.5-7b", "lmsyschat1m", {4, 8}, 64, 13, 2.14},
-          {"qwen2.5-7b", "chatqa2", {2, 16}, 40, 13, 1.35},
-          {"qwen2.5-0.5b", "chatqa2", {1, 8}, 64, 26, 1.40, true}};
-}
-
 struct Totals {
-  std::map<std::string, double> baseline, skrull;  // by hypothesis name, summed seconds
+  BracketSeconds bracket;
   double skrull_fp32 = 0, skrull_bf16 = 0, cp_all_fp32 = 0, cp_all_bf16 = 0;
 };
 
 Totals RunSetting(const Setting& s, int steps, uint64_t seed, const sch::HardwareProfile& hw) {
-  auto model = sch::ModelPreset(s.model);
   auto sampler = Dataset(s.dataset);
-  if (!model.ok() || !sampler.ok()) {
-    std::cerr << "unknown model or dataset\n";
+  if (!sampler.ok()) {
+    std::cerr << sampler.status() << "\n";
     std::exit(1);
   }
-  sch::CostModelOptions o;
-  o.dp_for_sharding = s.topology.WorldSize();
-  const sch::CostModel cost(*model, o);
+  const sch::CostModel cost = SettingCostModel(s);
   const int64_t bucket = s.bucket_k * kTokensPerK;
   int64_t truncated = 0;
   const std::vector<int64_t> dataset =
@@ -79,7 +57,6 @@ Totals RunSetting(const Setting& s, int steps, uint64_t seed, const sch::Hardwar
   so.topology = s.topology;
   so.bucket_size_tokens = bucket;
   so.hardware = &hw;
-  const std::vector<sch::DeepSpeedHypothesis> bracket = sch::DeepSpeedBracket();
   sch::GradientSyncOptions fp32, bf16;
   bf16.dtype = sch::GradReduceDtype::kBf16;
   std::mt19937_64 rng(seed + 1000);
@@ -96,14 +73,7 @@ Totals RunSetting(const Setting& s, int steps, uint64_t seed, const sch::Hardwar
     t.skrull_bf16 += sch::SimulatePlan(skrull, cost, hw, bf16).seconds;
     t.cp_all_fp32 += sch::SimulatePlan(cp_all, cost, hw, fp32).seconds;
     t.cp_all_bf16 += sch::SimulatePlan(cp_all, cost, hw, bf16).seconds;
-    for (const sch::DeepSpeedHypothesis& h : bracket) {
-      sch::ScheduleOptions ho = so;
-      ho.micro_batch_size = h.micro_batch_size;
-      const sch::Plan plan =
-          VerifiedOrAbort(h.policy, sch::Schedule(h.policy, batch, ho, cost), batch);
-      t.baseline[h.name] += sch::SimulatePlan(plan, cost, hw, h.sync).seconds;
-      t.skrull[h.name] += sch::SimulatePlan(skrull, cost, hw, h.sync).seconds;
-    }
+    AddBracketSeconds(batch, so, cost, hw, skrull, &t.bracket);
   }
   return t;
 }
@@ -139,20 +109,26 @@ int main(int argc, char** argv) {
   std::vector<std::vector<std::string>> rows, dtype_rows;
   std::map<std::string, double> sums;
   int n = 0;
+  std::vector<Setting> settings;
   for (const Setting& s : PaperSettings()) {
+    if (s.paper_vs_deepspeed > 0) settings.push_back(s);  // the bars to stand beside
+  }
+  settings.push_back(Table3Setting());
+  for (const Setting& s : settings) {
     if (!only.empty() && only != s.model + "/" + s.dataset) continue;
     const Totals t = RunSetting(s, steps, seed, hw);
     const std::string dataset = s.table3 ? s.dataset + " (Table 3, DP=1)" : s.dataset;
-    std::vector<std::string> row = {s.model, dataset, Fmt("%.2fx", s.paper)};
+    std::vector<std::string> row = {s.model, dataset, Fmt("%.2fx", s.paper_vs_deepspeed)};
     for (const auto& h : bracket) {
-      const double base = t.baseline.at(h.name) / steps, sk = t.skrull.at(h.name) / steps;
+      const double base = t.bracket.baseline.at(h.name) / steps,
+                   sk = t.bracket.skrull.at(h.name) / steps;
       row.push_back(Fmt("%.1f", base * 1e3));
       row.push_back(Fmt("%.1f", sk * 1e3));
       row.push_back(Fmt("%.2fx", base / sk));
       if (!s.table3) sums[h.name] += base / sk;
     }
     if (!s.table3) {
-      sums["paper"] += s.paper;
+      sums["paper"] += s.paper_vs_deepspeed;
       ++n;
     }
     rows.push_back(row);

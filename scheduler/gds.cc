@@ -90,13 +90,6 @@ bool LongestDistributed(const std::vector<int64_t>& lengths, const std::vector<d
   return true;
 }
 
-// The next ShardGroup size after `size` in a CP group of `cp`: 2, 4, ...
-// below cp, then cp; 0 after cp.
-int NextGroupSize(int size, int cp) {
-  if (size >= cp) return 0;
-  return size * 2 < cp ? size * 2 : cp;
-}
-
 // Scratch of SubGroupLpt: per CP rank, tokens left and FLOPs placed.
 struct RankLoads {
   std::vector<int64_t> room;

@@ -97,7 +97,7 @@ HardwareProfile H100Profile(AttentionKernel kernel) {
   p.intra_node.all_gather = {43.9e-6, 370e9};
   p.intra_node.reduce_scatter = {51.5e-6, 370e9};
   p.intra_node.all_reduce = {64.4e-6, 480e9};
-  p.kernel_launch_seconds = 2e-6;
+  p.kernel_launch_seconds = 0;  // counted in cpu_seconds_per_kernel
   p.cpu_seconds_per_kernel = 5e-6;
   p.device_memory_bytes = 81559.0 * (1 << 20);
   p.source_notes =
@@ -122,7 +122,8 @@ HardwareProfile H100Profile(AttentionKernel kernel) {
       "43.9 / 51.5 / 64.4 us. intra_node (groups within a node of gpus_per_node 8): NVLink, "
       "370 GB/s bus bandwidth for all_gather / reduce_scatter and 480 GB/s for all_reduce with "
       "NVLink SHARP (NVIDIA/nccl-tests issue 212, maintainer); same latencies. "
-      "kernel_launch_seconds: 2 us, cudaLaunchKernel's ~1-3 us; cpu_seconds_per_kernel: 5 us, "
+      "kernel_launch_seconds: 0, the host launch (cudaLaunchKernel's ~1-3 us) is part of "
+      "cpu_seconds_per_kernel: 5 us, "
       "the low end of the ~5-25 us of host work per eager PyTorch op (jiahuanglin.xyz, 'From "
       "PyTorch op to kernel launch'; low end: the trainer is C++, no Python layers). "
       "device_memory_bytes: 81,559 MiB, the total NVML reports for an H100 80GB (Modal, "

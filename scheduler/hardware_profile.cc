@@ -243,6 +243,11 @@ StatusOr<HardwareProfile> ParseHardwareProfileJson(const std::string& text,
   p.kernel_launch_seconds = errors.Take(f.RequiredDouble("kernel_launch_seconds", 0));
   p.device_memory_bytes = errors.Take(f.OptionalDouble("device_memory_bytes", 0, 0));
   ReadOptionalTerms(j, f, &p, &errors);
+  if (p.kernel_launch_seconds > 0 && p.cpu_seconds_per_kernel > 0) {
+    errors.Add("kernel_launch_seconds",
+               "must be 0 when cpu_seconds_per_kernel is set (that floor already counts each "
+               "launch); set one of the two");
+  }
   p.source_notes = errors.Take(f.OptionalString("source_notes"));
   if (!errors.empty()) return errors.ToStatus();
   return p;

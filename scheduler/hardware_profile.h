@@ -47,7 +47,9 @@ struct HardwareProfile {
   Collective all_gather;
   Collective reduce_scatter;
   Collective all_reduce;
-  // Fixed cost of one kernel launch (CPU launch + GPU dispatch gap).
+  // Fixed cost of one kernel launch (CPU launch + GPU dispatch gap), added to
+  // a micro-batch's GPU time. A profile prices launches either this way or
+  // with cpu_seconds_per_kernel below, not both (the reader rejects both > 0).
   double kernel_launch_seconds = 0;
   // Memory of one device (what NVML / cudaMemGetInfo report as total), the
   // budget BucketSize is derived from (memory_model.h). 0 = unknown; JSON
@@ -68,7 +70,8 @@ struct HardwareProfile {
   int multiprocessors = 0;
   int gemm_tile_rows = 0, gemm_tile_cols = 0;
   // Host seconds to dispatch one kernel in eager execution: a micro-batch
-  // takes at least its kernels times this, whatever the GPU does.
+  // takes at least its kernels times this, whatever the GPU does. Includes
+  // the launch itself: kernel_launch_seconds must then be 0.
   double cpu_seconds_per_kernel = 0;
   // GPUs per node. A group of at most this many ranks (groups are laid out on
   // consecutive ranks) is priced with `intra_node`; larger groups with the

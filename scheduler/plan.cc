@@ -32,6 +32,19 @@ bool IsAlignedSubGroup(int first, int size, int cp) {
          first + size <= cp;
 }
 
+int NextGroupSize(int size, int cp) {
+  if (size >= cp) return 0;
+  return size * 2 < cp ? size * 2 : cp;
+}
+
+int SmallestGroupSize(int64_t length, int cp, int64_t bucket_size_tokens) {
+  int size = 1;
+  while (size != 0 && ShardTokens(length, size) > bucket_size_tokens) {
+    size = NextGroupSize(size, cp);
+  }
+  return size;
+}
+
 int SubGroupCode(int first, int size) {
   SKRULL_CHECK(size >= 2 && (size & (size - 1)) == 0 && first >= 0 && first % size == 0)
       << "not an aligned sub-group: first " << first << " size " << size;

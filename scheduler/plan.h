@@ -50,6 +50,13 @@ struct ShardGroup {
 // first + size <= cp.
 bool IsAlignedSubGroup(int first, int size, int cp);
 
+// The CP group sizes a sequence may run on, in increasing order: 1, the
+// powers of two below cp, then cp. NextGroupSize(size, cp) is the next one
+// after `size` (0 after cp); SmallestGroupSize the first whose shard
+// (ShardTokens, layout.h) fits `bucket_size_tokens`, 0 when none does.
+int NextGroupSize(int size, int cp);
+int SmallestGroupSize(int64_t length, int cp, int64_t bucket_size_tokens);
+
 // Placement codes, the scheduler's compact form of a sequence's ShardGroup
 // (DACP results, GDS candidates, MicroBatchPricer): >= 0 local on that CP
 // rank; kDistributed sharded over all CP ranks; <= -2 an aligned sub-group

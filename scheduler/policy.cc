@@ -6,16 +6,20 @@
 
 #include "scheduler/checked_math.h"
 #include "scheduler/deepspeed.h"
+#include "scheduler/dynamic_cp.h"
 #include "scheduler/gds.h"
 #include "scheduler/layout.h"
+#include "scheduler/local_if_fits.h"
 #include "scheduler/packing.h"
+#include "scheduler/pricing.h"
+#include "scheduler/simulator.h"
 
 namespace skrull::scheduler {
 namespace {
 
 constexpr Policy kAll[] = {Policy::kSkrull,     Policy::kCpAll,      Policy::kSorted,
                            Policy::kBalancedCp, Policy::kRoundRobin, Policy::kSkrullPaper,
-                           Policy::kDeepSpeed};
+                           Policy::kDeepSpeed,  Policy::kDynamicCp,  Policy::kLocalIfFits};
 
 std::string ValidNames() {
   std::string names;
@@ -117,6 +121,52 @@ void BalancedCp(const std::vector<Sequence>& batch, const CostModel& cost, Plan&
   }
 }
 
+// Runs each DP rank's costliest micro-batch last (its backward hides the
+// most of the gradient all-reduce, pricing.h), the rest in order.
+void CostliestLast(Plan& plan, const CostModel& cost, const HardwareProfile& hw) {
+  for (DpRankPlan& rank : plan.ranks) {
+    auto& mbs = rank.micro_batches;
+    if (mbs.empty()) continue;
+    size_t costliest = 0;
+    double most = -1;
+    for (size_t i = 0; i < mbs.size(); ++i) {
+      const double t =
+          mbs[i].empty() ? 0 : SimulateMicroBatch(mbs[i], plan.topology.cp, cost, hw).seconds;
+      if (t > most) most = t, costliest = i;
+    }
+    std::rotate(mbs.begin() + static_cast<std::ptrdiff_t>(costliest),
+                mbs.begin() + static_cast<std::ptrdiff_t>(costliest) + 1, mbs.end());
+    for (size_t i = 0; i < mbs.size(); ++i) mbs[i].index = static_cast<int>(i);
+  }
+}
+
+// skrull keeps a rival's whole plan (local-if-fits, dynamic-cp) when it is
+// priced faster at ZeRO stage 0, so it is never estimated slower than
+// either (docs/performance.md, "The 2026 competitors").
+void AdoptFasterRival(const std::vector<Sequence>& batch, const CostModel& cost,
+                      const HardwareProfile& hw, Plan& plan) {
+  double best = SimulatePlan(plan, cost, hw).seconds;
+  for (Policy rival : {Policy::kLocalIfFits, Policy::kDynamicCp}) {
+    Plan other;
+    other.topology = plan.topology;
+    other.bucket_size_tokens = plan.bucket_size_tokens;
+    other.ranks.resize(plan.ranks.size());
+    if (rival == Policy::kLocalIfFits) {
+      ScheduleLocalIfFits(batch, cost, other);
+    } else {
+      ScheduleDynamicCp(batch, cost, other);
+    }
+    Finish(other, cost);
+    CostliestLast(other, cost, hw);
+    const double seconds = SimulatePlan(other, cost, hw).seconds;
+    if (seconds < best) {
+      best = seconds;
+      plan.ranks = std::move(other.ranks);
+      plan.rollbacks = RollbackCounts{};
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> LayoutProblems(const Topology& topology, int64_t bucket_size_tokens) {
@@ -172,6 +222,12 @@ StatusOr<Plan> Schedule(Policy policy, const std::vector<Sequence>& global_batch
     case Policy::kDeepSpeed:
       ScheduleDeepSpeed(global_batch, options.micro_batch_size, plan);
       break;
+    case Policy::kDynamicCp:
+      ScheduleDynamicCp(global_batch, cost, plan);
+      break;
+    case Policy::kLocalIfFits:
+      ScheduleLocalIfFits(global_batch, cost, plan);
+      break;
     case Policy::kSkrull:
     case Policy::kSkrullPaper:
     case Policy::kRoundRobin: {
@@ -187,6 +243,11 @@ StatusOr<Plan> Schedule(Policy policy, const std::vector<Sequence>& global_batch
       GdsResult result = RunGds(global_batch, gds, cost);
       plan.ranks = std::move(result.ranks);
       plan.rollbacks = result.rollbacks;
+      if (policy == Policy::kSkrull && options.adopt_rivals &&
+          global_batch.size() < kMaxRivalSequences) {
+        Finish(plan, cost);
+        AdoptFasterRival(global_batch, cost, *gds.hardware, plan);
+      }
       break;
     }
   }

@@ -18,12 +18,19 @@
 //                split, micro-batches of up to micro_batch_size sequences,
 //                every sequence distributed (deepspeed.h); the simulator
 //                prices it at ZeRO-2.
+//   dynamic-cp   Megatron-Core's dynamic CP: each sequence on the smallest
+//                power-of-two CP group that holds it, micro-batches
+//                balanced over all dp x cp GPUs (dynamic_cp.h).
+//   local-if-fits  a sequence that fits BucketSize runs whole on one GPU
+//                (LPT over all dp x cp GPUs); only the rest are sharded
+//                (local_if_fits.h).
 //
 // Every policy is deterministic (ties broken by lowest index) and returns a
 // plan that passes VerifyPlan.
 #ifndef SKRULL_SCHEDULER_POLICY_H_
 #define SKRULL_SCHEDULER_POLICY_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,7 +67,17 @@ struct ScheduleOptions {
   // sub-groups of 2, 4, ... ranks (GdsOptions::sub_groups). false gives
   // skrull's plans with every distributed sequence over all CP ranks.
   bool sub_groups = true;
+  // `skrull` only: also price local-if-fits' and dynamic-cp's whole plans
+  // and keep the fastest (policy.cc), on batches of fewer than
+  // kMaxRivalSequences. false gives GDS + DACP's plan alone.
+  bool adopt_rivals = true;
 };
+
+// skrull prices its rivals' plans only below this many sequences: dynamic-cp
+// alone takes ~0.4 s of CPU on 65,536 ChatQA2 sequences over 512 x 8 GPUs
+// (bench_scheduler_cost --case large --policy dynamic-cp), past the 100 ms
+// budget of a large batch (docs/performance.md).
+inline constexpr size_t kMaxRivalSequences = 4096;
 
 // What is wrong with a layout against the limits of limits.h ("topology: dp x cp =
 // 4294967296 ranks exceeds the maximum 65536", bucket_size_tokens out of

@@ -7,10 +7,20 @@
 
 namespace skrull::scheduler {
 
-enum class Policy { kSkrull, kCpAll, kSorted, kBalancedCp, kRoundRobin, kSkrullPaper, kDeepSpeed };
+enum class Policy {
+  kSkrull,
+  kCpAll,
+  kSorted,
+  kBalancedCp,
+  kRoundRobin,
+  kSkrullPaper,
+  kDeepSpeed,
+  kDynamicCp,
+  kLocalIfFits
+};
 
 // "skrull", "cp-all", "sorted", "balanced-cp", "round-robin", "skrull-paper",
-// "deepspeed"
+// "deepspeed", "dynamic-cp", "local-if-fits"
 // (the spelling of spec.scheduler.policy and of --policy).
 constexpr const char* PolicyName(Policy policy) {
   switch (policy) {
@@ -28,6 +38,10 @@ constexpr const char* PolicyName(Policy policy) {
       return "skrull-paper";
     case Policy::kDeepSpeed:
       return "deepspeed";
+    case Policy::kDynamicCp:
+      return "dynamic-cp";
+    case Policy::kLocalIfFits:
+      return "local-if-fits";
   }
   return "?";
 }

@@ -16,6 +16,13 @@ constexpr double kKernelsPerLayerRecompute = 13;
 
 }  // namespace
 
+MicroBatchLaunchCost LaunchCostPerMicroBatch(const CostModel& cost, const HardwareProfile& hw) {
+  const double kernels =
+      static_cast<double>(cost.model().num_hidden_layers) *
+      (kKernelsPerLayerTraining + (cost.options().recompute ? kKernelsPerLayerRecompute : 0));
+  return {kernels * hw.kernel_launch_seconds, kernels * hw.cpu_seconds_per_kernel};
+}
+
 MicroBatchPricer::MicroBatchPricer(std::vector<int64_t> lengths, int cp, const CostModel& cost,
                                    const HardwareProfile& hw)
     : lengths_(std::move(lengths)), cp_(cp), hw_(hw), cost_(cost) {
@@ -41,10 +48,9 @@ MicroBatchPricer::MicroBatchPricer(std::vector<int64_t> lengths, int cp, const C
   kv_bytes_per_token_ = cost.KvBytesPerLayer(1);
   gathers_ = cost.options().recompute ? 2.0 : 1.0;
   linear_flops_per_token_ = cost.LinearFlopsPerToken() * hw_factor;
-  const double kernels = layers_ * (kKernelsPerLayerTraining +
-                                    (cost.options().recompute ? kKernelsPerLayerRecompute : 0));
-  launch_seconds_ = kernels * hw.kernel_launch_seconds;
-  cpu_floor_seconds_ = kernels * hw.cpu_seconds_per_kernel;
+  const MicroBatchLaunchCost launch = LaunchCostPerMicroBatch(cost, hw);
+  launch_seconds_ = launch.serial_seconds;
+  cpu_floor_seconds_ = launch.cpu_floor_seconds;
   gemm_passes_ = 3.0 * hw_factor;  // forward, input gradient, weight gradient
   non_gemm_bytes_per_token_ = cost.NonGemmBytesPerToken() * hw_factor;
   dense_cache_tokens_.fill(-1);

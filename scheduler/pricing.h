@@ -128,6 +128,19 @@ class MicroBatchPricer {
   mutable std::array<double, kDenseCacheSlots> dense_cache_seconds_;
 };
 
+// Host-side cost of the kernels one non-empty micro-batch launches on each
+// CP rank holding tokens (forward + backward, and the recompute forward):
+// `serial_seconds` (kernel_launch_seconds each) adds to the rank's GPU time;
+// `cpu_floor_seconds` (cpu_seconds_per_kernel each, eager dispatch) is the
+// least the rank's micro-batch takes whatever the GPU does. A profile sets
+// one of the two per-kernel costs (hardware_profile.h): both count the same
+// launches.
+struct MicroBatchLaunchCost {
+  double serial_seconds = 0;
+  double cpu_floor_seconds = 0;
+};
+MicroBatchLaunchCost LaunchCostPerMicroBatch(const CostModel& cost, const HardwareProfile& hw);
+
 // The same model on raw inputs: placement[k] is the placement code (plan.h)
 // of the sequence of lengths[k]. REQUIRES: equal sizes, codes valid for cp.
 MicroBatchTime SimulatePlacement(const std::vector<int64_t>& lengths,

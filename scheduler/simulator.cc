@@ -1,6 +1,7 @@
 #include "scheduler/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "scheduler/checked_math.h"
@@ -90,24 +91,78 @@ IterationTime SimulatePlan(const Plan& plan, const CostModel& cost, const Hardwa
   return it;
 }
 
+namespace {
+
+// One sequence's work at the profile's best efficiency for its size (the
+// tight bound's per-sequence term): GEMMs at the best up to BucketSize rows,
+// attention at the best up to `attention_query_cap` query tokens.
+double BestCaseSeconds(int64_t length, int64_t bucket_size_tokens, int64_t attention_query_cap,
+                       const CostModel& cost, const HardwareProfile& hw) {
+  const double hw_factor = cost.HardwareFlopsFactor();
+  const double linear_per_token = cost.LinearFlopsPerToken() * hw_factor;
+  const double gemm = BestEfficiencyUpTo(hw.gemm_efficiency, bucket_size_tokens);
+  const double attention = BestEfficiencyUpTo(hw.attention_efficiency, attention_query_cap);
+  // Element-wise and loss bytes: every plan moves them for every token.
+  const double memory_per_token = hw.MemorySeconds(cost.NonGemmBytesPerToken() * hw_factor);
+  return linear_per_token * static_cast<double>(length) / (hw.peak_flops_per_second * gemm) +
+         cost.AttentionFlops(length) * hw_factor / (hw.peak_flops_per_second * attention) +
+         memory_per_token * static_cast<double>(length);
+}
+
+}  // namespace
+
 double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
                               int64_t bucket_size_tokens, const CostModel& cost,
                               const HardwareProfile& hw) {
-  const double hw_factor = cost.HardwareFlopsFactor();
-  const double linear_per_token = cost.LinearFlopsPerToken() * hw_factor;
-  // Element-wise and loss bytes: every plan moves them for every token.
-  const double memory_per_token = hw.MemorySeconds(cost.NonGemmBytesPerToken() * hw_factor);
   double seconds = 0;
-  for (int64_t s : lengths) {
-    const double gemm = BestEfficiencyUpTo(hw.gemm_efficiency, bucket_size_tokens);
-    const double attention = BestEfficiencyUpTo(hw.attention_efficiency, s);
-    seconds += linear_per_token * static_cast<double>(s) / (hw.peak_flops_per_second * gemm) +
-               cost.AttentionFlops(s) * hw_factor / (hw.peak_flops_per_second * attention) +
-               memory_per_token * static_cast<double>(s);
-  }
+  for (int64_t s : lengths) seconds += BestCaseSeconds(s, bucket_size_tokens, s, cost, hw);
   // The optimizer step follows every iteration (pricing.h, GradientSync).
   return seconds / static_cast<double>(topology.WorldSize()) +
          hw.MemorySeconds(cost.OptimizerStepBytes());
+}
+
+double ReachableBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
+                             int64_t bucket_size_tokens, const CostModel& cost,
+                             const HardwareProfile& hw, int zero_stage) {
+  GradientSyncOptions options;
+  options.zero_stage = zero_stage;
+  return ReachableBoundSeconds(lengths, topology, bucket_size_tokens, cost, hw, options);
+}
+
+double ReachableBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
+                             int64_t bucket_size_tokens, const CostModel& cost,
+                             const HardwareProfile& hw, const GradientSyncOptions& sync_options) {
+  // Work: no rank holds more than BucketSize queries, whole or as a shard.
+  int64_t longest = 0;
+  double work = 0, tokens = 0;
+  for (int64_t s : lengths) {
+    longest = std::max(longest, s);
+    work += BestCaseSeconds(s, bucket_size_tokens, std::min(s, bucket_size_tokens), cost, hw);
+    tokens += static_cast<double>(s);
+  }
+  // Launches: every non-empty micro-batch pays them on its ranks, and the
+  // DP ranks hold at least min(dp, sequences) and ceil(tokens / (cp x C))
+  // micro-batches in all; the slowest rank pays at least their mean, in
+  // series with its work or as the eager CPU floor of each micro-batch.
+  const MicroBatchLaunchCost launch = LaunchCostPerMicroBatch(cost, hw);
+  const double capacity =
+      static_cast<double>(topology.cp) * static_cast<double>(bucket_size_tokens);
+  const double micro_batches =
+      std::max(std::min<double>(topology.dp, static_cast<double>(lengths.size())),
+               std::ceil(tokens / capacity));
+  const double per_rank = micro_batches / topology.dp;
+  double compute = std::max(work / topology.WorldSize() + launch.serial_seconds * per_rank,
+                            launch.cpu_floor_seconds * per_rank);
+  if (longest > 0) {
+    const double path = BestCaseSeconds(longest, bucket_size_tokens,
+                                        std::min(longest, bucket_size_tokens), cost, hw) /
+                        topology.cp;
+    compute = std::max(compute, std::max(path + launch.serial_seconds, launch.cpu_floor_seconds));
+  }
+  const GradientSync sync = MakeGradientSync(cost, hw, topology.WorldSize(), sync_options);
+  return std::max(compute + sync.last_bucket_seconds,
+                  (1 - sync.backward_fraction) * compute + sync.reduce_seconds) +
+         sync.parameter_all_gather_seconds + sync.optimizer_step_seconds;
 }
 
 StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
@@ -177,6 +232,11 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
         std::max(batch_flops / world, longest_flops / cp) / hw.peak_flops_per_second;
     report.tight_bound_seconds +=
         TightLowerBoundSeconds(lengths, options.topology, options.bucket_size_tokens, cost, hw);
+    GradientSyncOptions bound_sync;
+    bound_sync.zero_stage = options.zero_stage;
+    bound_sync.dtype = options.grad_reduce_dtype;
+    report.reachable_bound_seconds += ReachableBoundSeconds(
+        lengths, options.topology, options.bucket_size_tokens, cost, hw, bound_sync);
     for (size_t p = 0; p < policies.size(); ++p) {
       auto plan = Schedule(policies[p], batch, schedule_options, cost);
       if (!plan.ok()) {
@@ -214,6 +274,7 @@ StatusOr<SimulationReport> Simulate(const std::vector<int64_t>& dataset_lengths,
   }
   report.lower_bound_seconds /= options.steps;
   report.tight_bound_seconds /= options.steps;
+  report.reachable_bound_seconds /= options.steps;
   for (size_t p = 0; p < policies.size(); ++p) {
     Totals& t = totals[p];
     t.stats.mean_iteration_seconds = t.seconds / options.steps;

@@ -59,6 +59,33 @@ double TightLowerBoundSeconds(const std::vector<int64_t>& lengths, const Topolog
                               int64_t bucket_size_tokens, const CostModel& cost,
                               const HardwareProfile& hw);
 
+// A bound a schedule can reach. Compute R: the larger of
+//   - every sequence's work at the profile's best efficiency (GEMMs,
+//     attention at most at BucketSize query tokens: no rank holds more,
+//     whole or as a shard; the element-wise and loss bytes of every token),
+//     over all dp x cp GPUs, plus the launches of the fewest micro-batches
+//     the tokens need per DP rank (LaunchCostPerMicroBatch, pricing.h: in
+//     series with the work, or as each micro-batch's eager CPU floor);
+//   - the longest sequence's critical path: its work spread over all cp
+//     ranks of one CP group, the most it can be spread, plus one
+//     micro-batch's launches.
+// Then the gradient synchronisation no placement hides: a DP rank's
+// micro-batches take T >= R and the one it runs last at most T, so
+// (GradientSync::RankSeconds) an iteration takes at least
+//   max(R + last_bucket, (1 - backward_fraction) x R + reduce)
+// plus the parameter all-gather at ZeRO stages 1 and 2 (stage 2 meets at
+// every micro-batch, each meeting at least this) and the optimizer step.
+// Never above the time SimulatePlan gives any valid plan of this batch under
+// `sync_options` (tests/scheduler/simulator_test.cc checks it on random
+// batches).
+double ReachableBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
+                             int64_t bucket_size_tokens, const CostModel& cost,
+                             const HardwareProfile& hw, const GradientSyncOptions& sync_options);
+// The same with GradientSyncOptions' defaults at `zero_stage`.
+double ReachableBoundSeconds(const std::vector<int64_t>& lengths, const Topology& topology,
+                             int64_t bucket_size_tokens, const CostModel& cost,
+                             const HardwareProfile& hw, int zero_stage = 0);
+
 struct PolicyStats {
   double mean_iteration_seconds = 0;
   double tokens_per_second = 0;  // all tokens of all steps / all simulated seconds
@@ -99,6 +126,9 @@ struct SimulationReport {
   double lower_bound_seconds = 0;
   // TightLowerBoundSeconds, averaged over steps.
   double tight_bound_seconds = 0;
+  // ReachableBoundSeconds at options.zero_stage and grad_reduce_dtype,
+  // averaged over steps.
+  double reachable_bound_seconds = 0;
   int steps = 0;
 };
 

@@ -487,13 +487,14 @@ TEST(EnumNames, JobPoliciesAreTheSchedulersEnumByItsNames) {
 TEST(EnumNames, SkrullPaperIsNotAJobPolicy) {
   EXPECT_EQ(LoadErrors(JobYaml().Set("spec.scheduler.policy", "skrull-paper").Text()),
             std::vector<std::string>{"spec.scheduler.policy: must be one of skrull, cp-all, "
-                                     "sorted, balanced-cp, round-robin, deepspeed (got "
+                                     "sorted, balanced-cp, round-robin, deepspeed, dynamic-cp, "
+                                     "local-if-fits (got "
                                      "'skrull-paper')"});
   JobSpec s = MustLoad(kMinimalJob);
   s.scheduler.policy = scheduler::Policy::kSkrullPaper;
   EXPECT_EQ(ValidateJobSpec(s, "tuner").message(),
             "tuner: spec.scheduler.policy: must be one of skrull, cp-all, sorted, balanced-cp, "
-            "round-robin, deepspeed (got 'skrull-paper')");
+            "round-robin, deepspeed, dynamic-cp, local-if-fits (got 'skrull-paper')");
 }
 
 TEST(EnumNames, RoundTrip) {
@@ -505,7 +506,8 @@ TEST(EnumNames, RoundTrip) {
   EXPECT_EQ(std::string(CleanPodPolicyName(CleanPodPolicy::kAll)), "All");
   EXPECT_EQ(LoadErrors(JobYaml().Set("spec.scheduler.policy", "roundrobin").Text()),
             std::vector<std::string>{"spec.scheduler.policy: must be one of skrull, cp-all, "
-                                     "sorted, balanced-cp, round-robin, deepspeed (got "
+                                     "sorted, balanced-cp, round-robin, deepspeed, dynamic-cp, "
+                                     "local-if-fits (got "
                                      "'roundrobin'); did "
                                      "you mean 'round-robin'?"});
 }

@@ -111,7 +111,7 @@ TEST(JobSpecLimits, AHugeEnumValueGetsNoSuggestionAndAShortEcho) {
   EXPECT_EQ(LoadErrors(WithSpec("  scheduler:\n    policy: " + std::string(1000, 's') + "\n")),
             std::vector<std::string>{
                 "spec.scheduler.policy: must be one of skrull, cp-all, sorted, balanced-cp, "
-                "round-robin, deepspeed (got '" +
+                "round-robin, deepspeed, dynamic-cp, local-if-fits (got '" +
                 std::string(64, 's') + "...' (1000 bytes))"});
 }
 

@@ -214,10 +214,10 @@ TEST(Validate, Scheduler) {
   const BadField cases[] = {
       {"spec.scheduler.policy", "fast",
        "spec.scheduler.policy: must be one of skrull, cp-all, sorted, balanced-cp, round-robin, "
-       "deepspeed (got 'fast')"},
+       "deepspeed, dynamic-cp, local-if-fits (got 'fast')"},
       {"spec.scheduler.policy", "cp_all",
        "spec.scheduler.policy: must be one of skrull, cp-all, sorted, balanced-cp, round-robin, "
-       "deepspeed (got 'cp_all'); did you mean 'cp-all'?"},
+       "deepspeed, dynamic-cp, local-if-fits (got 'cp_all'); did you mean 'cp-all'?"},
       {"spec.scheduler.bucketSize", "0",
        "spec.scheduler.bucketSize: must be > 0 tokens or 'auto' (got 0)"},
       {"spec.scheduler.bucketSize", "-5K",

@@ -108,5 +108,22 @@ TEST(HardwareProfile, ParseReportsEveryProblemWithItsField) {
   EXPECT_FALSE(ParseHardwareProfileJson("[1,", "x.json").ok());
 }
 
+TEST(HardwareProfile, RejectsLaunchesPricedTwice) {
+  // Both per-kernel launch costs would charge every launch twice (pricing.h,
+  // LaunchCostPerMicroBatch); either alone is valid.
+  HardwareProfile p = H100Profile();
+  ASSERT_GT(p.cpu_seconds_per_kernel, 0);
+  EXPECT_EQ(p.kernel_launch_seconds, 0);
+  p.kernel_launch_seconds = 2e-6;
+  auto both = ParseHardwareProfileJson(ToJson(p), "both.json");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("kernel_launch_seconds: must be 0 when "
+                                         "cpu_seconds_per_kernel is set"),
+            std::string::npos)
+      << both.status();
+  p.cpu_seconds_per_kernel = 0;
+  EXPECT_TRUE(ParseHardwareProfileJson(ToJson(p), "serial.json").ok());
+}
+
 }  // namespace
 }  // namespace skrull::scheduler

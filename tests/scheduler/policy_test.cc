@@ -11,19 +11,8 @@ namespace {
 using testing::MakeBatch;
 using testing::Qwen05Cost;
 
-ScheduleOptions Options(int dp, int cp, int64_t bucket) {
-  ScheduleOptions o;
-  o.topology = {dp, cp};
-  o.bucket_size_tokens = bucket;
-  return o;
-}
-
-Plan MustSchedule(Policy p, const std::vector<Sequence>& batch, const ScheduleOptions& o) {
-  auto plan = Schedule(p, batch, o, Qwen05Cost());
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  EXPECT_TRUE(VerifyPlan(*plan, batch).ok()) << VerifyPlan(*plan, batch);
-  return std::move(plan).value();
-}
+using testing::MustSchedule;
+using testing::Options;
 
 // Ids per micro-batch of one DP rank, and whether all are distributed.
 std::vector<std::vector<int64_t>> Ids(const Plan& plan, int dp_rank) {
@@ -61,7 +50,8 @@ TEST(Policy, UnknownNameListsValidOnes) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(p.status().message().find(
-                "skrull, cp-all, sorted, balanced-cp, round-robin, skrull-paper, deepspeed"),
+                "skrull, cp-all, sorted, balanced-cp, round-robin, skrull-paper, deepspeed, "
+                "dynamic-cp, local-if-fits"),
             std::string::npos)
       << p.status();
 }

@@ -8,11 +8,14 @@
 #include <random>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "scheduler/cost_model.h"
 #include "scheduler/hardware_profile.h"
 #include "scheduler/layout.h"
 #include "scheduler/model_config.h"
 #include "scheduler/plan.h"
+#include "scheduler/policy.h"
 
 namespace skrull::scheduler::testing {
 
@@ -22,6 +25,26 @@ inline std::vector<Sequence> MakeBatch(const std::vector<int64_t>& lengths) {
   for (size_t i = 0; i < lengths.size(); ++i)
     batch.push_back({static_cast<int64_t>(i), lengths[i]});
   return batch;
+}
+
+// Schedule options for a dp x cp layout at BucketSize `bucket`.
+inline ScheduleOptions Options(int dp, int cp, int64_t bucket) {
+  ScheduleOptions o;
+  o.topology = {dp, cp};
+  o.bucket_size_tokens = bucket;
+  return o;
+}
+
+inline CostModel Qwen05Cost();
+
+// Schedule() with the Qwen2.5-0.5B cost model; the test fails unless it
+// succeeds and VerifyPlan accepts the plan.
+inline Plan MustSchedule(Policy p, const std::vector<Sequence>& batch, const ScheduleOptions& o) {
+  auto plan = Schedule(p, batch, o, Qwen05Cost());
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return Plan{};
+  EXPECT_TRUE(VerifyPlan(*plan, batch).ok()) << VerifyPlan(*plan, batch);
+  return std::move(plan).value();
 }
 
 inline ModelConfig Preset(const std::string& name) { return ModelPreset(name).value(); }
