@@ -95,8 +95,10 @@ Optimizer::~Optimizer() = default;
 
 void Optimizer::ZeroGrad() {
   torch::NoGradGuard no_grad;
-  for (auto& [name, p] : params_) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor& p = params_[i].second;
     if (p.grad().defined()) p.mutable_grad().zero_();
+    if (mixed(i) && masters_[i].grad().defined()) masters_[i].mutable_grad().zero_();
   }
 }
 
@@ -116,16 +118,27 @@ std::vector<at::Tensor> Optimizer::ReducibleGradients() {
   return grads;
 }
 
+void Optimizer::AccumulateGradient(size_t i) {
+  SKRULL_CHECK(i < params_.size()) << "AccumulateGradient(" << i << ") of " << params_.size();
+  if (!mixed(i)) return;
+  at::Tensor& g = params_[i].second.mutable_grad();
+  if (!g.defined()) return;
+  torch::NoGradGuard no_grad;
+  at::Tensor& sum = masters_[i].mutable_grad();
+  if (sum.defined()) {
+    sum.add_(g);  // float32 += bf16: computed in float32
+  } else {
+    sum = g.to(torch::kFloat);
+  }
+  g = at::Tensor();  // the next backward starts a fresh bf16 gradient
+}
+
 at::Tensor Optimizer::ReducibleGradient(size_t i) {
   SKRULL_CHECK(i < params_.size()) << "ReducibleGradient(" << i << ") of " << params_.size();
   torch::NoGradGuard no_grad;
-  const at::Tensor& p = params_[i].second;
+  AccumulateGradient(i);
   at::Tensor& m = masters_[i];
-  if (mixed(i)) {
-    m.mutable_grad() = p.grad().defined() ? p.grad().to(torch::kFloat) : torch::zeros_like(m);
-  } else if (!p.grad().defined()) {
-    m.mutable_grad() = torch::zeros_like(m);
-  }
+  if (!m.grad().defined()) m.mutable_grad() = torch::zeros_like(m);
   return m.grad();
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -573,23 +574,33 @@ Status Run::OutOfMemory(const std::string& what) {
 }
 
 void Run::SetupGradientOverlap() {
+  // bf16 parameters: every backward's gradient is folded into a float32 sum
+  // (docs/architecture.md, "Gradient precision"); float32 ones accumulate in
+  // their own .grad.
+  const bool sum_in_float32 = dtype_ != c10::kFloat;
   if (zero_ != nullptr) {  // ZeRO always reduce-scatters from the backward hooks
+    ZeroOptimizer* zero = zero_.get();
+    std::function<void(size_t)> accumulate;
+    if (sum_in_float32) accumulate = [zero](size_t i) { zero->AccumulateGradient(i); };
     std::vector<at::Tensor> params;
-    for (const model::NamedTensor& p : zero_->params()) params.push_back(p.second);
-    grad_hooks_ = std::make_unique<GradReadyHooks>(params, zero_->reducer());
+    for (const model::NamedTensor& p : zero->params()) params.push_back(p.second);
+    grad_hooks_ = std::make_unique<GradReadyHooks>(params, zero->reducer(), std::move(accumulate));
     return;
   }
   // Hooks fire on the model's parameters; what is reduced is each one's
-  // float32 reducible gradient (for bf16 parameters the master's, converted
-  // when the bucket is launched), exactly what ReducibleGradients() hands out.
+  // float32 reducible gradient (for bf16 parameters the master's float32
+  // sum), exactly what ReducibleGradients() hands out.
   Optimizer* optimizer = optimizer_.get();
   grad_reducer_ = coll_->MakeGradientReducer(optimizer->reducible_tensors(), [optimizer](size_t i) {
     return optimizer->ReducibleGradient(i);
   });
-  if (grad_reducer_ == nullptr) return;
+  std::function<void(size_t)> accumulate;
+  if (sum_in_float32) accumulate = [optimizer](size_t i) { optimizer->AccumulateGradient(i); };
+  if (grad_reducer_ == nullptr && !accumulate) return;
   std::vector<at::Tensor> params;
   for (const model::NamedTensor& p : optimizer->params()) params.push_back(p.second);
-  grad_hooks_ = std::make_unique<GradReadyHooks>(params, grad_reducer_.get());
+  grad_hooks_ =
+      std::make_unique<GradReadyHooks>(params, grad_reducer_.get(), std::move(accumulate));
 }
 
 // One step, in stages: plan (the same on every rank), micro-batches (this
