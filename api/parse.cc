@@ -107,6 +107,7 @@ void ParseTraining(MapReader& m, TrainingSpec* t) {
   m.Read("logEvery", &t->log_every);
   m.Read("zeroStage", &t->zero_stage);
   m.ReadEnum("recompute", kRecomputeNames, &t->recompute);
+  m.ReadEnum("gradReduceDtype", kGradReduceDtypeNames, &t->grad_reduce_dtype);
 }
 
 void ParseCheckpoint(MapReader& m, CheckpointSpec* c) {

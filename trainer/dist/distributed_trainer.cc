@@ -40,6 +40,7 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
       RendezvousOptionsFor(env, TrainingBackend(job, options.trainer.device));
   SKRULL_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroups> groups, ProcessGroups::Create(layout, ro));
 
+  options.collectives.gradient_wire_dtype = GradientWireDtype(job.training.grad_reduce_dtype);
   C10dCollectives collectives(&groups->world(), options.collectives);
   std::shared_ptr<CpAttentionStats> cp_stats;
   CpGroupSet cp_groups{&groups->cp(), {}};
