@@ -118,19 +118,20 @@ std::vector<at::Tensor> Optimizer::ReducibleGradients() {
   return grads;
 }
 
+void AddIntoFloat32Sum(at::Tensor& grad, at::Tensor& sum) {
+  if (!grad.defined()) return;
+  torch::NoGradGuard no_grad;
+  if (sum.defined()) {
+    sum.add_(grad);  // float32 += bf16: computed in float32
+  } else {
+    sum = grad.to(torch::kFloat);
+  }
+  grad = at::Tensor();
+}
+
 void Optimizer::AccumulateGradient(size_t i) {
   SKRULL_CHECK(i < params_.size()) << "AccumulateGradient(" << i << ") of " << params_.size();
-  if (!mixed(i)) return;
-  at::Tensor& g = params_[i].second.mutable_grad();
-  if (!g.defined()) return;
-  torch::NoGradGuard no_grad;
-  at::Tensor& sum = masters_[i].mutable_grad();
-  if (sum.defined()) {
-    sum.add_(g);  // float32 += bf16: computed in float32
-  } else {
-    sum = g.to(torch::kFloat);
-  }
-  g = at::Tensor();  // the next backward starts a fresh bf16 gradient
+  if (mixed(i)) AddIntoFloat32Sum(params_[i].second.mutable_grad(), masters_[i].mutable_grad());
 }
 
 at::Tensor Optimizer::ReducibleGradient(size_t i) {

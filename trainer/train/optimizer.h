@@ -55,6 +55,13 @@ struct OptimizerOptions {
 
 OptimizerOptions OptimizerOptionsFromSpec(const api::TrainingSpec& training);
 
+// Adds `grad` (what backward accumulated in a bf16 .grad) into the float32
+// `sum` (made on the first call) and releases `grad`, so the next backward
+// starts a fresh bf16 gradient: the float32 summation of micro-batches that
+// Optimizer and ZeroOptimizer::AccumulateGradient share. No-op when `grad`
+// is undefined.
+void AddIntoFloat32Sum(at::Tensor& grad, at::Tensor& sum);
+
 // optimizer.json's "hyper_parameters" object (also ZeroOptimizer's), as text.
 std::string HyperParametersJson(const OptimizerOptions& options);
 

@@ -188,15 +188,9 @@ void ZeroOptimizer::MastersFromParams() {
 void ZeroOptimizer::AccumulateGradient(size_t i) {
   SKRULL_CHECK(i < params_.size()) << "AccumulateGradient(" << i << ") of " << params_.size();
   at::Tensor& g = params_[i].second.mutable_grad();
-  if (stage_ != 1 || !g.defined() || g.scalar_type() == torch::kFloat) return;
-  torch::NoGradGuard no_grad;
-  at::Tensor& sum = grad_sums_[i];
-  if (sum.defined()) {
-    sum.add_(g);  // float32 += bf16: computed in float32
-  } else {
-    sum = g.to(torch::kFloat);
+  if (stage_ == 1 && g.defined() && g.scalar_type() != torch::kFloat) {
+    AddIntoFloat32Sum(g, grad_sums_[i]);
   }
-  g = at::Tensor();  // the next backward starts a fresh bf16 gradient
 }
 
 at::Tensor ZeroOptimizer::TakeGradient(size_t i) {
