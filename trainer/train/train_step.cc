@@ -12,10 +12,16 @@ namespace skrull::train {
 
 namespace {
 
+// On a GPU the host copy is pinned and uploaded without blocking the host:
+// the caching host allocator keeps the pinned block until the copy's stream
+// event completes (copy_kernel_cuda in aten/src/ATen/native/cuda/Copy.cu
+// records it), so `t` may go now.
 at::Tensor ToLongTensor(const std::vector<int64_t>& v, c10::Device device) {
-  at::Tensor t = torch::empty({static_cast<int64_t>(v.size())}, torch::kLong);
+  at::Tensor t = torch::empty(
+      {static_cast<int64_t>(v.size())},
+      torch::TensorOptions().dtype(torch::kLong).pinned_memory(device.is_cuda() && !v.empty()));
   if (!v.empty()) std::copy(v.begin(), v.end(), t.data_ptr<int64_t>());
-  return device.is_cpu() ? t : t.to(device, /*non_blocking=*/false);
+  return device.is_cpu() ? t : t.to(device, /*non_blocking=*/true);
 }
 
 // Calls the reducer for parameter `index` when armed.

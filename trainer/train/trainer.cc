@@ -696,22 +696,22 @@ StatusOr<RankStepWork> Run::RunMicroBatches(const PlannedStep& planned, const Ra
 
 Status Run::ReduceAndApply(const RankStepWork& work, int64_t global_labels, StepStats* stats,
                            bool* stop_requested) {
+  // No device-wide synchronize before the collectives: NCCL's stream waits
+  // for the compute stream's queued work (cp_exchange.h), and the loss's
+  // .item() in AccumulateGradients already waited for backward. One at the
+  // end, so the step's seconds hold its device work.
   if (zero_ != nullptr) {
-    model::compat::Synchronize(device_);
     SKRULL_RETURN_IF_ERROR(zero_->FinishGradients());
   } else if (grad_reducer_ != nullptr) {
-    model::compat::Synchronize(device_);
     // Every ReducibleGradient(i) was taken and reduced: what Step() needs.
     SKRULL_RETURN_IF_ERROR(grad_reducer_->Finish());
   } else {
     std::vector<at::Tensor> grads = optimizer_->ReducibleGradients();
-    model::compat::Synchronize(device_);
     SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(grads));
   }
   const bool stop_here = options_.stop_signal != nullptr && options_.stop_signal->load() != 0;
   std::vector<double> scalars = {work.loss_sum, stop_here ? 1.0 : 0.0};
-  SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(&scalars));
-  model::compat::Synchronize(device_);
+  SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(&scalars));  // copies back to the host: waits
   *stop_requested = scalars[1] > 0;
 
   stats->loss = scalars[0] / static_cast<double>(std::max<int64_t>(1, global_labels));

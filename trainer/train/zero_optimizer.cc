@@ -211,16 +211,14 @@ void ZeroOptimizer::BeginStep(int64_t rounds) {
 Status ZeroOptimizer::FinishGradients() { return reducer_->Finish(); }
 
 double ZeroOptimizer::GlobalNormSquaredPart() const {
-  // Bucket by bucket, so the float64 temporaries stay bucket-sized.
-  double squares = 0;
+  // Bucket by bucket, so the float64 temporaries stay bucket-sized, summed on
+  // the shard's device in bucket order: one copy to the host (.item) per
+  // step rather than one per bucket, each a device-wide wait on a GPU.
+  at::Tensor squares = torch::zeros({}, grad_.options().dtype(torch::kDouble));
   for (const ZeroBucket& b : partition_.buckets()) {
-    squares += grad_.narrow(0, b.shard_offset, b.slice_numel)
-                   .to(torch::kDouble)
-                   .pow(2)
-                   .sum()
-                   .item<double>();
+    squares += grad_.narrow(0, b.shard_offset, b.slice_numel).to(torch::kDouble).pow(2).sum();
   }
-  return squares;
+  return squares.item<double>();
 }
 
 at::Tensor ZeroOptimizer::UpdateSlice(size_t b, double lr) {
