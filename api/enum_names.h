@@ -59,6 +59,10 @@ inline constexpr EnumName<Recompute> kRecomputeNames[] = {
     {Recompute::kSelective, "selective"},
     {Recompute::kFull, "full"},
 };
+inline constexpr EnumName<GradReduceDtype> kGradReduceDtypeNames[] = {
+    {GradReduceDtype::kFp32, "fp32"},
+    {GradReduceDtype::kBf16, "bf16"},
+};
 
 inline constexpr EnumName<CleanPodPolicy> kCleanPodPolicyNames[] = {
     {CleanPodPolicy::kNone, "None"},

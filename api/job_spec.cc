@@ -38,6 +38,7 @@ const char* MalformedPolicyName(MalformedPolicy p) { return NameOf(kMalformedPol
 const char* LrScheduleName(LrSchedule s) { return NameOf(kLrScheduleNames, s); }
 const char* PrecisionName(Precision p) { return NameOf(kPrecisionNames, p); }
 const char* RecomputeName(Recompute r) { return NameOf(kRecomputeNames, r); }
+const char* GradReduceDtypeName(GradReduceDtype d) { return NameOf(kGradReduceDtypeNames, d); }
 const char* CleanPodPolicyName(CleanPodPolicy p) { return NameOf(kCleanPodPolicyNames, p); }
 
 const char* DefaultImageTag() { return SKRULL_VERSION; }
@@ -72,7 +73,7 @@ auto Fields(const TrainingSpec& t) {
   return std::tie(t.steps, t.epochs, t.learning_rate, t.warmup_steps, t.schedule, t.min_lr_ratio,
                   t.weight_decay, t.adam_beta1, t.adam_beta2, t.adam_epsilon, t.grad_clip,
                   t.precision, t.checkpoint_every, t.output_dir, t.resume_from, t.log_every,
-                  t.collective_timeout_seconds, t.zero_stage, t.recompute);
+                  t.collective_timeout_seconds, t.zero_stage, t.recompute, t.grad_reduce_dtype);
 }
 auto Fields(const CheckpointSpec& c) { return std::tie(c.keep_last); }
 auto Fields(const MetricsSpec& m) { return std::tie(m.port, m.pushgateway, m.address); }

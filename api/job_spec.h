@@ -228,6 +228,13 @@ enum class Precision { kFp32, kBf16 };
 // activations; selective re-runs each layer's MLP in backward; full re-runs
 // every layer from its input. Values and gradients are the same for all three.
 enum class Recompute { kNone, kSelective, kFull };
+// The dtype gradients travel in over the network (the DP all-reduce, ZeRO's
+// reduce-scatter). fp32: as they are summed. bf16: each bucket is rounded to
+// bf16 once for the wire and the reduced result is converted back to float32
+// before it is added or used, as DeepSpeed's communication_data_type; half
+// the bytes, at a bounded relative error (docs/architecture.md, "Gradient
+// precision").
+enum class GradReduceDtype { kFp32, kBf16 };
 
 struct TrainingSpec {
   // Optimizer steps of the run, or 0 when `epochs` sets the length instead
@@ -268,6 +275,8 @@ struct TrainingSpec {
   // YAML: recompute. Priced in the memory model, so bucketSize auto and
   // `skrull-plan bucket` grow with it.
   Recompute recompute = Recompute::kNone;
+  // YAML: gradReduceDtype. Written by ToYaml only when bf16.
+  GradReduceDtype grad_reduce_dtype = GradReduceDtype::kFp32;
 };
 
 // Checkpoint retention (the folders under <outputDir>/checkpoints/).
@@ -484,6 +493,7 @@ const char* MalformedPolicyName(MalformedPolicy p);
 const char* LrScheduleName(LrSchedule s);
 const char* PrecisionName(Precision p);
 const char* RecomputeName(Recompute r);
+const char* GradReduceDtypeName(GradReduceDtype d);
 const char* CleanPodPolicyName(CleanPodPolicy p);
 
 }  // namespace skrull::api

@@ -108,6 +108,7 @@ void ParseTraining(MapReader& m, TrainingSpec* t) {
   m.Read("collectiveTimeoutSeconds", &t->collective_timeout_seconds);
   m.Read("zeroStage", &t->zero_stage);
   m.ReadEnum("recompute", kRecomputeNames, &t->recompute);
+  m.ReadEnum("gradReduceDtype", kGradReduceDtypeNames, &t->grad_reduce_dtype);
 }
 
 void ParseCheckpoint(MapReader& m, CheckpointSpec* c) {

@@ -254,6 +254,10 @@ std::string ToYaml(const JobSpec& s) {
   if (t.zero_stage != 0) w.Int("zeroStage", t.zero_stage);
   // Only when set, as zeroStage.
   if (t.recompute != Recompute::kNone) w.Raw("recompute", RecomputeName(t.recompute));
+  // Only when set, as zeroStage.
+  if (t.grad_reduce_dtype != GradReduceDtype::kFp32) {
+    w.Raw("gradReduceDtype", GradReduceDtypeName(t.grad_reduce_dtype));
+  }
   w.End();
 
   // Only when set: documents and hashes of jobs without it are unchanged.

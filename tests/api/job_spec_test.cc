@@ -73,6 +73,7 @@ JobSpec EverythingSet() {
   t.log_every = 10;
   t.collective_timeout_seconds = 7200;
   t.zero_stage = 2;
+  t.grad_reduce_dtype = GradReduceDtype::kBf16;
   s.metrics = {0, "https://push.example.com:9091", "::"};
   s.resources = {0, "8", "64Gi"};
   s.image = {"localhost:5000/skrull", "1.10", "Always"};
@@ -192,6 +193,26 @@ TEST(LoadJobSpec, CollectiveTimeoutDefaultsToHalfAnHourAndIsWrittenOnlyWhenSet) 
   EXPECT_NE(ToYaml(s).find("    collectiveTimeoutSeconds: 7200\n"), std::string::npos) << ToYaml(s);
   EXPECT_EQ(MustLoad(ToYaml(s)), s);
   EXPECT_NE(s, minimal);
+}
+
+TEST(LoadJobSpec, GradReduceDtypeDefaultsToFp32AndIsWrittenOnlyWhenSet) {
+  const JobSpec minimal = MustLoad(kMinimalJob);
+  EXPECT_EQ(minimal.training.grad_reduce_dtype, GradReduceDtype::kFp32);
+  EXPECT_EQ(ToYaml(minimal).find("gradReduceDtype"), std::string::npos);
+  JobSpec s = MustLoad(JobYaml().Set("spec.training.gradReduceDtype", "bf16").Text());
+  EXPECT_EQ(s.training.grad_reduce_dtype, GradReduceDtype::kBf16);
+  EXPECT_NE(ToYaml(s).find("    gradReduceDtype: bf16\n"), std::string::npos) << ToYaml(s);
+  EXPECT_EQ(MustLoad(ToYaml(s)), s);
+  EXPECT_NE(s, minimal);
+  EXPECT_EQ(MustLoad(JobYaml().Set("spec.training.gradReduceDtype", "fp32").Text()), minimal);
+}
+
+TEST(LoadJobSpec, GradReduceDtypeRefusesOtherValuesNamingTheAllowedOnes) {
+  const auto errors = LoadErrors(JobYaml().Set("spec.training.gradReduceDtype", "fp16").Text());
+  std::string all;
+  for (const auto& e : errors) all += e + "\n";
+  EXPECT_NE(all.find("spec.training.gradReduceDtype: must be one of fp32, bf16"), std::string::npos)
+      << all;
 }
 
 TEST(LoadJobSpec, ReadsEveryField) {

@@ -130,6 +130,7 @@ ENUM_FIELDS = {
     "kLrScheduleNames": "spec.training.schedule",
     "kPrecisionNames": "spec.training.precision",
     "kRecomputeNames": "spec.training.recompute",
+    "kGradReduceDtypeNames": "spec.training.gradReduceDtype",
     "kCleanPodPolicyNames": "spec.runPolicy.cleanPodPolicy",
     "kPullPolicies": "spec.image.pullPolicy",
     "kLoraTargetModules": "spec.model.lora.targetModules[]",

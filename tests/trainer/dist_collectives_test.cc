@@ -1,12 +1,16 @@
 // Process groups and C10dCollectives on real Gloo groups (forked ranks on
 // loopback).
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -400,6 +404,98 @@ TEST(C10dCollectives, CollectivesTimeOutAfterTheCollectiveTimeoutNotTheRendezvou
     EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
     EXPECT_LT(seconds, 10.0) << "the collective waited for more than its 3 s timeout";
     (*g)->store().set("rank0-done", std::vector<uint8_t>{1});
+    return Result();
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+// spec.training.gradReduceDtype bf16 on two ranks. Per element, the sum
+// reduced in bf16 differs from the float32 one by at most
+//   (gamma_W(2^-8) + gamma_(W-1)(2^-24)) x sum over ranks of |x_r|,
+// gamma_k(u) = k u / (1 - k u): each addend is rounded to bf16 once (8
+// significand bits: relative error <= 2^-8), the W-1 additions of the
+// reduction round at most once each in bf16, the float32 reference's W-1
+// additions at most 2^-24 each (docs/architecture.md, "Gradient precision").
+double Gamma(int k, double unit_roundoff) { return k * unit_roundoff / (1 - k * unit_roundoff); }
+
+// Rank r's float32 gradient: normal values, two decades of scale apart.
+at::Tensor RankGradient(int rank, int64_t numel) {
+  at::Generator gen = at::detail::createCPUGenerator(101 + rank);
+  return at::randn({numel}, gen) * at::exp(at::rand({numel}, gen) * 4.6);
+}
+
+// The worst |bf16 - fp32| / sum_r |x_r| over the elements, after checking
+// it against the bound and that bf16 really travelled.
+double ExpectWithinBf16Bound(const at::Tensor& bf16_sum, const at::Tensor& fp32_sum,
+                             const at::Tensor& magnitude, const std::string& what) {
+  const double bound = Gamma(2, std::ldexp(1.0, -8)) + Gamma(1, std::ldexp(1.0, -24));
+  const at::Tensor ratio =
+      (bf16_sum.to(at::kDouble) - fp32_sum.to(at::kDouble)).abs() / magnitude.to(at::kDouble);
+  const double worst = ratio.max().item<double>();
+  EXPECT_LE(worst, bound) << what;
+  // Float32 on the wire would leave 0 (or float32 noise, ~2^-24).
+  EXPECT_GT(worst, std::ldexp(1.0, -10)) << what << ": no bf16 rounding seen";
+  EXPECT_EQ(bf16_sum.scalar_type(), at::kFloat) << what;
+  std::printf("%s: worst |bf16 - fp32| / sum|x| = %.6f (bound %.6f)\n", what.c_str(), worst, bound);
+  return worst;
+}
+
+TEST(C10dCollectives, Bf16WireStaysWithinTheDocumentedBoundOfFloat32) {
+  Status st = testing::RunForkedRanks(2, [](int rank, int port) {
+    auto g = Connect(rank, 2, 1, port);
+    if (!g) return 1;
+    constexpr int64_t kNumel = 4096;
+    const at::Tensor magnitude = RankGradient(0, kNumel).abs() + RankGradient(1, kNumel).abs();
+    const at::Tensor mine = RankGradient(rank, kNumel);
+    C10dCollectivesOptions o;
+    o.bucket_bytes = 8192;  // the first two packed, the third alone and in place
+    C10dCollectives fp32(&g->world(), o);
+    o.gradient_wire_dtype = GradientWireDtype(api::GradReduceDtype::kBf16);
+    C10dCollectives bf16(&g->world(), o);
+    // Three gradients: packed, non-contiguous, and one reduced in place.
+    auto split = [&] {
+      return std::vector<at::Tensor>{mine.narrow(0, 0, 96).clone(),
+                                     mine.narrow(0, 96, 1000).clone().view({40, 25}).t(),
+                                     mine.narrow(0, 1096, 3000).clone()};
+    };
+    auto joined = [](const std::vector<at::Tensor>& t) {
+      return at::cat({t[0], t[1].t().reshape({-1}), t[2]});
+    };
+
+    // After backward: AllReduceSum.
+    std::vector<at::Tensor> want = split(), got = split();
+    EXPECT_TRUE(fp32.AllReduceSum(want).ok());
+    Status sent = bf16.AllReduceSum(got);
+    EXPECT_TRUE(sent.ok()) << sent;
+    ExpectWithinBf16Bound(joined(got), joined(want), magnitude, "all-reduce");
+    const int64_t fp32_bytes = fp32.TakeStats().bytes;
+    EXPECT_EQ(bf16.TakeStats().bytes * 2, fp32_bytes);
+
+    // Overlapped with backward: the reducer.
+    std::vector<at::Tensor> params;
+    for (const at::Tensor& t : split()) params.push_back(at::zeros_like(t).requires_grad_());
+    std::unique_ptr<train::GradientReducer> reducer = bf16.MakeGradientReducer(params);
+    EXPECT_NE(reducer, nullptr);
+    if (reducer == nullptr) return 1;
+    const std::vector<at::Tensor> parts = split();
+    for (size_t i = params.size(); i-- > 0;) {
+      params[i].mutable_grad() = parts[i].clone();
+      reducer->GradReady(i);
+    }
+    sent = reducer->Finish();
+    EXPECT_TRUE(sent.ok()) << sent;
+    std::vector<at::Tensor> reduced;
+    for (const at::Tensor& p : params) reduced.push_back(p.grad());
+    ExpectWithinBf16Bound(joined(reduced), joined(want), magnitude, "reducer");
+    EXPECT_EQ(bf16.TakeStats().bytes * 2, fp32_bytes);
+
+    // ZeRO: the reduce-scatter into this rank's float32 slice.
+    const int64_t slice = kNumel / 2;
+    at::Tensor out32 = at::empty({slice}), out16 = at::empty({slice});
+    EXPECT_TRUE(fp32.StartReduceScatterSum(mine, out32)->Wait().ok());
+    sent = bf16.StartReduceScatterSum(mine, out16)->Wait();
+    EXPECT_TRUE(sent.ok()) << sent;
+    ExpectWithinBf16Bound(out16, out32, magnitude.narrow(0, rank * slice, slice), "reduce-scatter");
     return Result();
   });
   EXPECT_TRUE(st.ok()) << st;

@@ -72,10 +72,10 @@ class StepPhasesTest : public ::testing::Test {
 
   // Trains a 2-process job; returns its output folder. Rank `slow_rank`
   // (none when < 0) sleeps `slow_seconds` in every step after planning,
-  // before its forward pass.
+  // before its forward pass. `training_yaml`: more spec.training lines.
   std::string Train(const std::string& name, int dp, int cp, int64_t bucket_tokens,
                     const C10dCollectivesOptions& collectives, int slow_rank = -1,
-                    double slow_seconds = 0) {
+                    double slow_seconds = 0, const std::string& training_yaml = "") {
     const fs::path dir = root_ / name;
     fs::create_directories(dir);
     std::ostringstream y;
@@ -89,7 +89,7 @@ class StepPhasesTest : public ::testing::Test {
       << "\n    batchSize: " << 8 / dp << "\n    seed: 1\n"
       << "  training:\n    steps: " << kSteps << "\n    learningRate: 0.01\n    warmupSteps: 1\n"
       << "    outputDir: " << (dir / "out").string() << "\n"
-      << "  resources:\n    gpusPerProc: 0\n  metrics:\n    port: 0\n";
+      << training_yaml << "  resources:\n    gpusPerProc: 0\n  metrics:\n    port: 0\n";
     const std::string job_file = (dir / "job.yaml").string();
     std::ofstream(job_file) << y.str();
     Status st = testing::RunForkedJobRanks(
@@ -273,6 +273,35 @@ TEST_F(StepPhasesTest, OverlappedBucketsTrainBitForBitLikeReducingAfterBackward)
   const auto wb = weights(out_after);
   EXPECT_FALSE(wa.empty());
   EXPECT_TRUE(wa == wb) << "overlapped reduction changed the weights";
+}
+
+// spec.training.gradReduceDtype reaches the trainer's collectives: half the
+// gradient bytes, the same first loss (computed before any update) and
+// losses close to float32's after (docs/architecture.md bounds each
+// reduction; a few steps of AdamW keep the difference small).
+TEST_F(StepPhasesTest, Bf16GradReduceDtypeHalvesTheGradientBytesAndTrainsClose) {
+  const std::string out_fp32 = Train("dp2-fp32-wire", 2, 1, 200, C10dCollectivesOptions());
+  const std::string out_bf16 = Train("dp2-bf16-wire", 2, 1, 200, C10dCollectivesOptions(), -1, 0,
+                                     "    gradReduceDtype: bf16\n");
+  for (int rank = 0; rank < 2; ++rank) {
+    const nlohmann::json a = ReadComm(out_fp32, rank);
+    const nlohmann::json b = ReadComm(out_bf16, rank);
+    if (a.is_null() || b.is_null()) continue;
+    EXPECT_GT(a["dp"]["bytes"].get<int64_t>(), 0);
+    EXPECT_EQ(b["dp"]["bytes"].get<int64_t>() * 2, a["dp"]["bytes"].get<int64_t>())
+        << "rank " << rank;
+  }
+  const std::vector<metrics::StepRecord> fp32 = ReadRecords(out_fp32 + "/metrics.jsonl");
+  const std::vector<metrics::StepRecord> bf16 = ReadRecords(out_bf16 + "/metrics.jsonl");
+  ASSERT_EQ(fp32.size(), bf16.size());
+  ASSERT_FALSE(fp32.empty());
+  EXPECT_EQ(fp32[0].loss, bf16[0].loss);
+  bool differs = false;
+  for (size_t i = 0; i < fp32.size(); ++i) {
+    EXPECT_NEAR(bf16[i].loss, fp32[i].loss, 1e-2 * fp32[i].loss) << "step " << i;
+    differs = differs || bf16[i].grad_norm != fp32[i].grad_norm;
+  }
+  EXPECT_TRUE(differs) << "the bf16 wire left every gradient norm bit-identical";
 }
 
 }  // namespace

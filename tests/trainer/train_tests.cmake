@@ -15,6 +15,11 @@ skrull_test(train_zero_test
   SOURCES train_zero_test.cc
   DEPS skrull_train
   LABELS unit)
+# bf16 gradients summed over micro-batches in float32 at ZeRO stages 0-2.
+skrull_test(train_grad_precision_test
+  SOURCES train_grad_precision_test.cc
+  DEPS skrull_train
+  LABELS unit)
 
 # What SFT users expect from other trainers (docs/job-spec.md): epochs,
 # weighted sources, record formats, validation loss, TensorBoard.

@@ -8,9 +8,20 @@
 #include <chrono>
 #include <string>
 
+#include "trainer/dist/bf16_sum.h"
 #include "trainer/dist/cp_exchange.h"
 
 namespace skrull::dist {
+
+namespace {
+
+// Sums `wire` (a gradient bucket, or its bf16 copy) over the world.
+PendingCollective StartWireSum(Group& world, const at::Tensor& wire) {
+  return wire.scalar_type() == at::kBFloat16 ? StartBf16AllReduceSum(world, wire)
+                                             : StartAllReduceSum(world, wire);
+}
+
+}  // namespace
 
 std::vector<std::vector<size_t>> PlanBuckets(const std::vector<at::Tensor>& tensors,
                                              int64_t bucket_bytes) {
@@ -35,10 +46,25 @@ std::vector<std::vector<size_t>> PlanBuckets(const std::vector<at::Tensor>& tens
   return buckets;
 }
 
+c10::ScalarType GradientWireDtype(api::GradReduceDtype dtype) {
+  return dtype == api::GradReduceDtype::kBf16 ? c10::kBFloat16 : c10::kFloat;
+}
+
 C10dCollectives::C10dCollectives(Group* world, C10dCollectivesOptions options, c10d::Store* store)
     : world_(world), options_(options), store_(store) {
   SKRULL_CHECK(world_ != nullptr);
   SKRULL_CHECK(options_.bucket_bytes > 0);
+  SKRULL_CHECK(options_.gradient_wire_dtype == c10::kFloat ||
+               options_.gradient_wire_dtype == c10::kBFloat16)
+      << "gradient wire dtype " << options_.gradient_wire_dtype;
+}
+
+at::Tensor C10dCollectives::OnWire(const at::Tensor& t) const {
+  if (world_->size == 1 || t.scalar_type() != at::kFloat ||
+      options_.gradient_wire_dtype == at::kFloat) {
+    return t;
+  }
+  return t.to(options_.gradient_wire_dtype);
 }
 
 Status C10dCollectives::AllReduceSum(std::vector<at::Tensor>& tensors) {
@@ -47,7 +73,9 @@ Status C10dCollectives::AllReduceSum(std::vector<at::Tensor>& tensors) {
   c10::NoGradGuard no_grad;
   struct Bucket {
     std::vector<size_t> members;
-    at::Tensor flat;  // undefined when reduced in place
+    at::Tensor flat;    // undefined when reduced in place
+    at::Tensor target;  // flat, or the one member reduced in place
+    at::Tensor wire;    // what travels: target or its bf16 copy
     PendingCollective pending;
   };
   std::vector<Bucket> buckets;
@@ -55,22 +83,23 @@ Status C10dCollectives::AllReduceSum(std::vector<at::Tensor>& tensors) {
     for (std::vector<size_t>& members : PlanBuckets(tensors, options_.bucket_bytes)) {
       Bucket b;
       b.members = std::move(members);
-      at::Tensor target;
       if (b.members.size() == 1 && tensors[b.members[0]].is_contiguous()) {
-        target = tensors[b.members[0]];
+        b.target = tensors[b.members[0]];
       } else {
         std::vector<at::Tensor> parts;
         for (size_t i : b.members) parts.push_back(tensors[i].reshape({-1}));
         b.flat = at::cat(parts, 0);
-        target = b.flat;
+        b.target = b.flat;
       }
-      stats_.bytes += TensorBytes(target);
+      b.wire = OnWire(b.target);
+      stats_.bytes += TensorBytes(b.wire);
       stats_.buckets += 1;
-      b.pending = StartAllReduceSum(*world_, target);
+      b.pending = StartWireSum(*world_, b.wire);
       buckets.push_back(std::move(b));
     }
     for (Bucket& b : buckets) {
       stats_.wait_seconds += b.pending.Wait();
+      if (!b.wire.is_same(b.target)) b.target.copy_(b.wire);
       if (!b.flat.defined()) continue;
       int64_t offset = 0;
       for (size_t i : b.members) {
@@ -148,16 +177,26 @@ double C10dCollectives::TakeWaitSeconds() {
   return std::max(0.0, waited);
 }
 
-// A world-group reduce-scatter or all-gather in flight (ZeRO).
+// A world-group reduce-scatter or all-gather in flight (ZeRO). With a bf16
+// wire, `wire_out` receives the reduce-scatter and is copied into `out` once
+// done.
 class C10dCollectives::ZeroWork final : public train::CollectiveWork {
  public:
-  ZeroWork(C10dCollectives* owner, PendingCollective pending)
-      : owner_(owner), pending_(std::move(pending)) {}
+  ZeroWork(C10dCollectives* owner, PendingCollective pending, at::Tensor wire_out = at::Tensor(),
+           at::Tensor out = at::Tensor())
+      : owner_(owner),
+        pending_(std::move(pending)),
+        wire_out_(std::move(wire_out)),
+        out_(std::move(out)) {}
   Status Wait() override {
     try {
       owner_->stats_.wait_seconds += pending_.Wait();
     } catch (const CollectiveError& e) {
       return UnavailableError(std::string("ZeRO collective: ") + e.what());
+    }
+    if (wire_out_.defined()) {
+      c10::NoGradGuard no_grad;
+      out_.copy_(wire_out_);  // bf16 -> float32, exact
     }
     return OkStatus();
   }
@@ -165,12 +204,21 @@ class C10dCollectives::ZeroWork final : public train::CollectiveWork {
  private:
   C10dCollectives* owner_;
   PendingCollective pending_;
+  at::Tensor wire_out_;
+  at::Tensor out_;
 };
 
 std::unique_ptr<train::CollectiveWork> C10dCollectives::StartReduceScatterSum(
     const at::Tensor& input, const at::Tensor& out) {
   stats_.zero_collectives += 1;
   try {
+    c10::NoGradGuard no_grad;
+    const at::Tensor wire = OnWire(input);
+    if (!wire.is_same(input)) {
+      at::Tensor wire_out = at::empty(out.sizes(), out.options().dtype(wire.scalar_type()));
+      return std::make_unique<ZeroWork>(this, StartBf16ReduceScatterSum(*world_, wire, wire_out),
+                                        wire_out, out);
+    }
     return std::make_unique<ZeroWork>(this, dist::StartReduceScatterSum(*world_, input, out));
   } catch (const CollectiveError& e) {
     return train::FinishedWork(UnavailableError(std::string("ZeRO reduce-scatter: ") + e.what()));
@@ -248,6 +296,7 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
       b.ready = 0;
       b.grads.clear();
       b.flat = at::Tensor();
+      b.wire = at::Tensor();
       b.pending = PendingCollective();
     }
     std::fill(ready_.begin(), ready_.end(), false);
@@ -264,6 +313,7 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
     size_t ready = 0;               // of them, final this step
     std::vector<at::Tensor> grads;  // what is reduced, per member; set at launch
     at::Tensor flat;                // undefined when reduced in place
+    at::Tensor wire;                // what travels: flat (or grads[0]) or its bf16 copy
     PendingCollective pending;
   };
 
@@ -283,11 +333,12 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
         b.flat = at::cat(parts, 0);
         target = b.flat;
       }
+      b.wire = owner_->OnWire(target);
       DpCommStats& stats = owner_->stats_;
-      stats.bytes += TensorBytes(target);
+      stats.bytes += TensorBytes(b.wire);
       stats.buckets += 1;
       if (during_backward) stats.buckets_during_backward += 1;
-      b.pending = StartAllReduceSum(*owner_->world_, target);
+      b.pending = StartWireSum(*owner_->world_, b.wire);
     } catch (const CollectiveError& e) {
       error_ = UnavailableError(std::string("gradient all-reduce: ") + e.what());
     } catch (const c10::OutOfMemoryError& e) {  // see GradientReducer: still join the step
@@ -313,8 +364,9 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
         for (size_t i : b.params) numel += params_[i].numel();
         // The dtype and device the peers reduce this bucket in.
         const at::TensorOptions options = ReducibleGrad(b.params.front()).options();
-        at::Tensor zeros = at::zeros({numel}, options);
-        owner_->stats_.wait_seconds += StartAllReduceSum(*owner_->world_, zeros).Wait();
+        // On the wire as the peers send it (gradReduceDtype bf16: their bf16 copy).
+        const at::Tensor zeros = owner_->OnWire(at::zeros({numel}, options));
+        owner_->stats_.wait_seconds += StartWireSum(*owner_->world_, zeros).Wait();
       }
     } catch (const CollectiveError& e) {
       return UnavailableError(oom_ + "; then the gradient all-reduce failed: " + e.what());
@@ -340,6 +392,9 @@ class C10dCollectives::Reducer final : public train::GradientReducer {
   }
 
   void Unpack(Bucket& b) {
+    if (!b.wire.defined()) return;  // never launched
+    at::Tensor& target = b.flat.defined() ? b.flat : b.grads[0];
+    if (!b.wire.is_same(target)) target.copy_(b.wire);
     if (!b.flat.defined()) return;
     int64_t offset = 0;
     for (at::Tensor& g : b.grads) {

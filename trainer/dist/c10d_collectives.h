@@ -23,6 +23,14 @@
 // order the hooks fire in; Finish() launches the rest (gradients that never
 // came are zeros), waits for all and unpacks. The sums equal AllReduceSum's.
 //
+// Wire dtype (spec.training.gradReduceDtype): with
+// `gradient_wire_dtype` bf16, every float32 gradient bucket (AllReduceSum,
+// the reducer, ZeRO's StartReduceScatterSum) is rounded to a bf16 copy,
+// reduced in bf16 (half the bytes) and converted back into the float32
+// tensors when waited for; sums of other dtypes, scalars and all-gathers
+// travel as they are. docs/architecture.md ("Gradient precision") bounds
+// the difference from the float32 reduction.
+//
 // Failures of the collective (a peer died, a timeout) come back as
 // Unavailable naming the operation, group, rank and bytes.
 //
@@ -31,11 +39,14 @@
 #ifndef SKRULL_TRAINER_DIST_C10D_COLLECTIVES_H_
 #define SKRULL_TRAINER_DIST_C10D_COLLECTIVES_H_
 
+#include <c10/core/ScalarType.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "api/job_spec.h"
 #include "trainer/dist/process_groups.h"
 #include "trainer/train/collectives.h"
 
@@ -46,6 +57,9 @@ struct C10dCollectivesOptions {
   // Hand out a GradientReducer (reduce during backward). false: the trainer
   // reduces every gradient after backward with AllReduceSum.
   bool overlap_with_backward = true;
+  // The dtype float32 gradients are reduced in over the network: kFloat (as
+  // they are) or kBFloat16 (spec.training.gradReduceDtype bf16).
+  c10::ScalarType gradient_wire_dtype = c10::kFloat;
 };
 
 // Accounting since the last TakeStats().
@@ -53,7 +67,7 @@ struct DpCommStats {
   double wait_seconds = 0;          // blocked waiting for all-reduces / barriers
   int64_t gradient_allreduces = 0;  // AllReduceSum(tensors) calls
   int64_t buckets = 0;              // c10d all-reduces they issued
-  int64_t bytes = 0;                // gradient bytes reduced
+  int64_t bytes = 0;                // gradient bytes reduced (on the wire: bf16 counts 2 each)
   int64_t scalar_allreduces = 0;
   int64_t buckets_during_backward = 0;  // of `buckets`, launched by GradReady (overlapped)
   int64_t zero_collectives = 0;         // reduce-scatters and all-gathers started (ZeRO)
@@ -94,6 +108,10 @@ class C10dCollectives final : public train::Collectives {
   class Reducer;
   class ZeroWork;
 
+  // What travels for `t`: a copy rounded to options_.gradient_wire_dtype
+  // when t is float32, that dtype is another and there are peers; else t.
+  at::Tensor OnWire(const at::Tensor& t) const;
+
   Group* world_;
   C10dCollectivesOptions options_;
   c10d::Store* store_;
@@ -101,6 +119,9 @@ class C10dCollectives final : public train::Collectives {
   DpCommStats stats_;
   double wait_seconds_taken_ = 0;  // stats_.wait_seconds at the last TakeWaitSeconds
 };
+
+// The C10dCollectivesOptions::gradient_wire_dtype of `dtype`.
+c10::ScalarType GradientWireDtype(api::GradReduceDtype dtype);
 
 // How AllReduceSum(tensors) groups tensors: indices of `tensors` per bucket,
 // in order (exposed for tests). A bucket holds one dtype and device.

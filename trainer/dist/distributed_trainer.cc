@@ -68,6 +68,7 @@ StatusOr<train::TrainSummary> RunDistributedTrainer(const api::JobSpec& job, con
   if (!created.ok()) return RecordFailure(output_dir, env, created.status());
   std::unique_ptr<ProcessGroups> groups = std::move(created).value();
 
+  options.collectives.gradient_wire_dtype = GradientWireDtype(job.training.grad_reduce_dtype);
   C10dCollectives collectives(&groups->world(), options.collectives, &groups->store());
   std::shared_ptr<CpAttentionStats> cp_stats;
   CpGroupSet cp_groups{&groups->cp(), {}};

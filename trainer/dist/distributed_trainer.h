@@ -27,6 +27,7 @@ struct DistributedRunOptions {
   // and cp_attention is supplied here.
   train::TrainerOptions trainer;
   CpAttentionOptions cp_attention;
+  // gradient_wire_dtype is taken from spec.training.gradReduceDtype.
   C10dCollectivesOptions collectives;
 };
 

@@ -148,9 +148,17 @@ at::Tensor RotaryEmbedding::InvFreqForLength(int64_t length) const {
   return (1.0 / at::pow(base, Exponents(dim_))).contiguous();
 }
 
+const at::Tensor& RotaryEmbedding::InvFreqOn(c10::Device device) const {
+  if (device == inv_freq_.device()) return inv_freq_;
+  if (!inv_freq_on_device_.defined() || inv_freq_on_device_.device() != device) {
+    inv_freq_on_device_ = inv_freq_.to(device);
+  }
+  return inv_freq_on_device_;
+}
+
 std::pair<at::Tensor, at::Tensor> RotaryEmbedding::CosSin(
     const at::Tensor& position_ids, const at::Tensor& sequence_lengths) const {
-  at::Tensor inv = inv_freq_.to(position_ids.device()).unsqueeze(0);  // [1, D/2]
+  at::Tensor inv = InvFreqOn(position_ids.device()).unsqueeze(0);  // [1, D/2]
   if (dynamic_ && sequence_lengths.defined()) {
     // One table per distinct length over max_position_embeddings; row 0 is
     // the plain table.

@@ -26,6 +26,7 @@
 #define SKRULL_TRAINER_MODEL_ROPE_H_
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <utility>
 
@@ -34,6 +35,8 @@
 
 namespace skrull::model {
 
+// Thread safety: one thread at a time (CosSin fills a cache of the table on
+// the device it is asked for).
 class RotaryEmbedding {
  public:
   // InvalidArgument naming the field for an odd head_dim, theta <= 0 or a
@@ -60,7 +63,12 @@ class RotaryEmbedding {
   bool NeedsSequenceLengths() const { return dynamic_; }
 
  private:
+  // inv_freq_ on `device`: a copy kept from the first call on that device,
+  // so a GPU forward does not upload the table every time.
+  const at::Tensor& InvFreqOn(c10::Device device) const;
+
   at::Tensor inv_freq_;
+  mutable at::Tensor inv_freq_on_device_;  // inv_freq_ on the last non-CPU device used
   double attention_scaling_ = 1.0;
   bool dynamic_ = false;
   double theta_ = 0;

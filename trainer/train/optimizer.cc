@@ -95,8 +95,10 @@ Optimizer::~Optimizer() = default;
 
 void Optimizer::ZeroGrad() {
   torch::NoGradGuard no_grad;
-  for (auto& [name, p] : params_) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor& p = params_[i].second;
     if (p.grad().defined()) p.mutable_grad().zero_();
+    if (mixed(i) && masters_[i].grad().defined()) masters_[i].mutable_grad().zero_();
   }
 }
 
@@ -116,16 +118,28 @@ std::vector<at::Tensor> Optimizer::ReducibleGradients() {
   return grads;
 }
 
+void AddIntoFloat32Sum(at::Tensor& grad, at::Tensor& sum) {
+  if (!grad.defined()) return;
+  torch::NoGradGuard no_grad;
+  if (sum.defined()) {
+    sum.add_(grad);  // float32 += bf16: computed in float32
+  } else {
+    sum = grad.to(torch::kFloat);
+  }
+  grad = at::Tensor();
+}
+
+void Optimizer::AccumulateGradient(size_t i) {
+  SKRULL_CHECK(i < params_.size()) << "AccumulateGradient(" << i << ") of " << params_.size();
+  if (mixed(i)) AddIntoFloat32Sum(params_[i].second.mutable_grad(), masters_[i].mutable_grad());
+}
+
 at::Tensor Optimizer::ReducibleGradient(size_t i) {
   SKRULL_CHECK(i < params_.size()) << "ReducibleGradient(" << i << ") of " << params_.size();
   torch::NoGradGuard no_grad;
-  const at::Tensor& p = params_[i].second;
+  AccumulateGradient(i);
   at::Tensor& m = masters_[i];
-  if (mixed(i)) {
-    m.mutable_grad() = p.grad().defined() ? p.grad().to(torch::kFloat) : torch::zeros_like(m);
-  } else if (!p.grad().defined()) {
-    m.mutable_grad() = torch::zeros_like(m);
-  }
+  if (!m.grad().defined()) m.mutable_grad() = torch::zeros_like(m);
   return m.grad();
 }
 

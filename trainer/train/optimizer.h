@@ -9,9 +9,15 @@
 // Mixed precision: a parameter that is not float32 (a bf16 model on CUDA)
 // gets a float32 master copy. ReducibleGradients() hands out float32
 // gradients (the masters'), AdamW updates the masters, and each model
-// parameter receives its rounded master after the step.
+// parameter receives its rounded master after the step. The gradients of a
+// step's micro-batches are summed in float32, not in the parameter's dtype:
+// AccumulateGradient(i), called after each backward (GradReadyHooks'
+// accumulate callback), adds the parameter's own bf16 .grad into the
+// master's float32 .grad and frees it, so each bf16 gradient is rounded only
+// where backward produced it (docs/architecture.md, "Gradient precision").
 //
-// Per step: backward (accumulates into the model's .grad) ->
+// Per step: backward (accumulates into the model's .grad; with the
+// accumulate callback, into the masters' float32 .grad) ->
 // ReducibleGradients() -> all-reduce them in place -> Step(lr).
 //
 // State on disk (in a checkpoint folder):
@@ -49,6 +55,13 @@ struct OptimizerOptions {
 
 OptimizerOptions OptimizerOptionsFromSpec(const api::TrainingSpec& training);
 
+// Adds `grad` (what backward accumulated in a bf16 .grad) into the float32
+// `sum` (made on the first call) and releases `grad`, so the next backward
+// starts a fresh bf16 gradient: the float32 summation of micro-batches that
+// Optimizer and ZeroOptimizer::AccumulateGradient share. No-op when `grad`
+// is undefined.
+void AddIntoFloat32Sum(at::Tensor& grad, at::Tensor& sum);
+
 // optimizer.json's "hyper_parameters" object (also ZeroOptimizer's), as text.
 std::string HyperParametersJson(const OptimizerOptions& options);
 
@@ -59,13 +72,20 @@ class Optimizer {
   Optimizer(std::vector<model::NamedTensor> params, const OptimizerOptions& options);
   ~Optimizer();
 
+  // Adds what backward accumulated in params()[i]'s own .grad since the last
+  // call into its float32 gradient (the master's .grad) and frees the
+  // former. No-op for a float32 parameter (its .grad is its float32
+  // gradient) or when it has no .grad. Runs on the thread that runs
+  // backward; throws what libtorch throws (an out-of-memory error).
+  void AccumulateGradient(size_t i);
+
   // The float32 gradient of every trainable parameter, in params() order,
   // defined even where backward produced none (zeros), so every rank
   // all-reduces the same tensors. Reduce them in place before Step().
   std::vector<at::Tensor> ReducibleGradients();
   // The same for params()[i] alone: its float32 gradient (for a mixed
-  // precision parameter, the master's .grad, refreshed from the parameter's
-  // own .grad now), to be reduced in place. What a GradientReducer calls
+  // precision parameter, the master's .grad after AccumulateGradient(i)),
+  // to be reduced in place. What a GradientReducer calls
   // when parameter i's gradient is final (trainer.cc), so bf16 models
   // overlap the reduction with backward too.
   at::Tensor ReducibleGradient(size_t i);
@@ -84,7 +104,8 @@ class Optimizer {
   // reduced over all ranks (so every rank takes the same step).
   double Step(double lr);
 
-  // Zeroes the model's gradients.
+  // Zeroes the model's gradients and the float32 sums of mixed-precision
+  // parameters.
   void ZeroGrad();
 
   // Bytes held between steps: the parameters, their gradients, float32

@@ -12,10 +12,16 @@ namespace skrull::train {
 
 namespace {
 
+// On a GPU the host copy is pinned and uploaded without blocking the host:
+// the caching host allocator keeps the pinned block until the copy's stream
+// event completes (copy_kernel_cuda in aten/src/ATen/native/cuda/Copy.cu
+// records it), so `t` may go now.
 at::Tensor ToLongTensor(const std::vector<int64_t>& v, c10::Device device) {
-  at::Tensor t = torch::empty({static_cast<int64_t>(v.size())}, torch::kLong);
+  at::Tensor t = torch::empty(
+      {static_cast<int64_t>(v.size())},
+      torch::TensorOptions().dtype(torch::kLong).pinned_memory(device.is_cuda() && !v.empty()));
   if (!v.empty()) std::copy(v.begin(), v.end(), t.data_ptr<int64_t>());
-  return device.is_cpu() ? t : t.to(device, /*non_blocking=*/false);
+  return device.is_cpu() ? t : t.to(device, /*non_blocking=*/true);
 }
 
 // Calls the reducer for parameter `index` when armed.
@@ -34,20 +40,24 @@ class GradReadyPostHook final : public torch::autograd::FunctionPostHook {
 }  // namespace
 
 struct GradReadyHooks::State {
-  GradientReducer* reducer = nullptr;
+  GradientReducer* reducer = nullptr;      // null: accumulate only
+  std::function<void(size_t)> accumulate;  // null: none
   std::atomic<bool> armed{false};
 };
 
 torch::autograd::variable_list GradReadyPostHook::operator()(
     const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
-  if (state_->armed.load()) state_->reducer->GradReady(index_);
+  if (state_->accumulate) state_->accumulate(index_);
+  if (state_->reducer != nullptr && state_->armed.load()) state_->reducer->GradReady(index_);
   return outputs;
 }
 
-GradReadyHooks::GradReadyHooks(const std::vector<at::Tensor>& params, GradientReducer* reducer)
+GradReadyHooks::GradReadyHooks(const std::vector<at::Tensor>& params, GradientReducer* reducer,
+                               std::function<void(size_t)> accumulate)
     : state_(std::make_shared<State>()) {
-  SKRULL_CHECK(reducer != nullptr);
+  SKRULL_CHECK(reducer != nullptr || accumulate) << "GradReadyHooks with nothing to call";
   state_->reducer = reducer;
+  state_->accumulate = std::move(accumulate);
   for (size_t i = 0; i < params.size(); ++i) {
     SKRULL_CHECK(params[i].is_leaf() && params[i].requires_grad())
         << "parameter " << i << " is not a leaf that requires grad";
@@ -64,8 +74,12 @@ GradReadyHooks::~GradReadyHooks() {
 }
 
 void GradReadyHooks::set_armed(bool armed) { state_->armed.store(armed); }
-bool GradReadyHooks::every_backward() const { return state_->reducer->ReducesEveryBackward(); }
-void GradReadyHooks::EndBackward() { state_->reducer->EndBackward(); }
+bool GradReadyHooks::every_backward() const {
+  return state_->reducer != nullptr && state_->reducer->ReducesEveryBackward();
+}
+void GradReadyHooks::EndBackward() {
+  if (state_->reducer != nullptr) state_->reducer->EndBackward();
+}
 bool GradReadyHooks::armed() const { return state_->armed.load(); }
 
 model::PackedBatch ToPackedBatch(const scheduler::RankStream& stream, c10::Device device) {

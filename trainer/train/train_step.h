@@ -18,6 +18,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -53,20 +54,28 @@ struct RankStepWork {
 // are held here: a tensor holds its own only weakly, so without that they
 // (and the hooks) would die with each graph. Works the same on libtorch 1.13
 // and 2.x (Node::add_post_hook / del_post_hook).
+// `accumulate`, when given, runs in the same hook during EVERY backward,
+// armed or not, before GradReady: an optimizer folds the parameter's bf16
+// .grad into a float32 sum there (Optimizer / ZeroOptimizer::
+// AccumulateGradient), so micro-batches are summed in float32. It may throw
+// (out of memory): the exception leaves backward().
 // Thread safety: arm and disarm from the training thread while no backward
 // runs; hooks run on the backward thread.
 class GradReadyHooks {
  public:
-  // REQUIRES: every tensor is a leaf that requires grad; `reducer` outlives
-  // this object and was made for the same `params`, in the same order.
-  GradReadyHooks(const std::vector<at::Tensor>& params, GradientReducer* reducer);
+  // REQUIRES: every tensor is a leaf that requires grad; `reducer` (may be
+  // null when `accumulate` is given) outlives this object and was made for
+  // the same `params`, in the same order.
+  GradReadyHooks(const std::vector<at::Tensor>& params, GradientReducer* reducer,
+                 std::function<void(size_t)> accumulate = nullptr);
   ~GradReadyHooks();  // removes the hooks
   GradReadyHooks(const GradReadyHooks&) = delete;
   GradReadyHooks& operator=(const GradReadyHooks&) = delete;
 
   void set_armed(bool armed);
   bool armed() const;
-  // The reducer's ReducesEveryBackward() / EndBackward() (ZeRO stage 2).
+  // The reducer's ReducesEveryBackward() / EndBackward() (ZeRO stage 2;
+  // false / nothing without a reducer).
   bool every_backward() const;
   void EndBackward();
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -586,25 +587,35 @@ Status Run::OutOfMemory(const std::string& what) {
 }
 
 void Run::SetupGradientOverlap() {
+  // bf16 parameters: every backward's gradient is folded into a float32 sum
+  // (docs/architecture.md, "Gradient precision"); float32 ones accumulate in
+  // their own .grad.
+  const bool sum_in_float32 = dtype_ != c10::kFloat;
   if (zero_ != nullptr) {  // ZeRO always reduce-scatters from the backward hooks
+    ZeroOptimizer* zero = zero_.get();
+    std::function<void(size_t)> accumulate;
+    if (sum_in_float32) accumulate = [zero](size_t i) { zero->AccumulateGradient(i); };
     std::vector<at::Tensor> params;
-    for (const model::NamedTensor& p : zero_->params()) params.push_back(p.second);
-    grad_hooks_ = std::make_unique<GradReadyHooks>(params, zero_->reducer());
-    InjectOutOfMemoryInGradientHooks(zero_->reducer());
+    for (const model::NamedTensor& p : zero->params()) params.push_back(p.second);
+    grad_hooks_ = std::make_unique<GradReadyHooks>(params, zero->reducer(), std::move(accumulate));
+    InjectOutOfMemoryInGradientHooks(zero->reducer());
     return;
   }
   // Hooks fire on the model's parameters; what is reduced is each one's
-  // float32 reducible gradient (for bf16 parameters the master's, converted
-  // when the bucket is launched), exactly what ReducibleGradients() hands out.
+  // float32 reducible gradient (for bf16 parameters the master's float32
+  // sum), exactly what ReducibleGradients() hands out.
   Optimizer* optimizer = optimizer_.get();
   grad_reducer_ = coll_->MakeGradientReducer(optimizer->reducible_tensors(), [optimizer](size_t i) {
     return optimizer->ReducibleGradient(i);
   });
-  if (grad_reducer_ == nullptr) return;
+  std::function<void(size_t)> accumulate;
+  if (sum_in_float32) accumulate = [optimizer](size_t i) { optimizer->AccumulateGradient(i); };
+  if (grad_reducer_ == nullptr && !accumulate) return;
   std::vector<at::Tensor> params;
   for (const model::NamedTensor& p : optimizer->params()) params.push_back(p.second);
-  grad_hooks_ = std::make_unique<GradReadyHooks>(params, grad_reducer_.get());
-  InjectOutOfMemoryInGradientHooks(grad_reducer_.get());
+  grad_hooks_ =
+      std::make_unique<GradReadyHooks>(params, grad_reducer_.get(), std::move(accumulate));
+  if (grad_reducer_ != nullptr) InjectOutOfMemoryInGradientHooks(grad_reducer_.get());
 }
 
 void Run::InjectOutOfMemoryInGradientHooks(GradientReducer* reducer) {
@@ -712,27 +723,27 @@ StatusOr<RankStepWork> Run::RunMicroBatches(const PlannedStep& planned, const Ra
 
 Status Run::ReduceAndApply(const RankStepWork& work, int64_t global_labels, StepStats* stats,
                            bool* stop_requested) {
-  // Out of memory in a gradient hook: the reducer joined the step's
-  // collectives; the scalar all-reduce below tells every rank.
+  // No device-wide synchronize before the collectives: NCCL's stream waits
+  // for the compute stream's queued work (cp_exchange.h), and the loss's
+  // .item() in AccumulateGradients already waited for backward. One at the
+  // end, so the step's seconds hold its device work. Out of memory in a
+  // gradient hook: the reducer joined the step's collectives; the scalar
+  // all-reduce below tells every rank.
   Status reduced = OkStatus();
   if (zero_ != nullptr) {
-    model::compat::Synchronize(device_);
     reduced = zero_->FinishGradients();
   } else if (grad_reducer_ != nullptr) {
-    model::compat::Synchronize(device_);
     // Every ReducibleGradient(i) was taken and reduced: what Step() needs.
     reduced = grad_reducer_->Finish();
   } else {
     std::vector<at::Tensor> grads = optimizer_->ReducibleGradients();
-    model::compat::Synchronize(device_);
     SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(grads));
   }
   const bool oom_here = reduced.code() == StatusCode::kOutOfMemory;
   if (!reduced.ok() && !oom_here) return reduced;
   const bool stop_here = options_.stop_signal != nullptr && options_.stop_signal->load() != 0;
   std::vector<double> scalars = {work.loss_sum, stop_here ? 1.0 : 0.0, oom_here ? 1.0 : 0.0};
-  SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(&scalars));
-  model::compat::Synchronize(device_);
+  SKRULL_RETURN_IF_ERROR(coll_->AllReduceSum(&scalars));  // copies back to the host: waits
   *stop_requested = scalars[1] > 0;
   if (scalars[2] > 0) {
     return OutOfMemory(oom_here ? reduced.message()

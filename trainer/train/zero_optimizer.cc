@@ -93,11 +93,9 @@ class ZeroOptimizer::Reducer final : public GradientReducer {
       InFlight f;
       f.flat = torch::zeros({bucket.slice_numel * world}, owner_->grad_.options());
       for (size_t m = 0; m < bucket.params.size(); ++m) {
-        at::Tensor& p = owner_->params_[bucket.params[m]].second;
-        if (p.grad().defined()) {
-          f.flat.narrow(0, bucket.param_offsets[m], p.numel()).copy_(p.grad().reshape({-1}));
-          p.mutable_grad() = at::Tensor();
-        }
+        const at::Tensor g = owner_->TakeGradient(bucket.params[m]);
+        if (g.defined())
+          f.flat.narrow(0, bucket.param_offsets[m], g.numel()).copy_(g.reshape({-1}));
       }
       f.shard_offset = bucket.shard_offset;
       at::Tensor out = owner_->grad_.narrow(0, bucket.shard_offset, bucket.slice_numel);
@@ -206,6 +204,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<model::NamedTensor> params,
     master_ = torch::zeros_like(exp_avg_);
     MastersFromParams();
   }
+  grad_sums_.resize(params_.size());
   reducer_ = std::make_unique<Reducer>(this);
 }
 
@@ -224,6 +223,23 @@ void ZeroOptimizer::MastersFromParams() {
   }
 }
 
+void ZeroOptimizer::AccumulateGradient(size_t i) {
+  SKRULL_CHECK(i < params_.size()) << "AccumulateGradient(" << i << ") of " << params_.size();
+  at::Tensor& g = params_[i].second.mutable_grad();
+  if (stage_ == 1 && g.defined() && g.scalar_type() != torch::kFloat) {
+    AddIntoFloat32Sum(g, grad_sums_[i]);
+  }
+}
+
+at::Tensor ZeroOptimizer::TakeGradient(size_t i) {
+  AccumulateGradient(i);
+  at::Tensor& own = params_[i].second.mutable_grad();
+  at::Tensor g = grad_sums_[i].defined() ? grad_sums_[i] : own;
+  grad_sums_[i] = at::Tensor();
+  own = at::Tensor();
+  return g;
+}
+
 void ZeroOptimizer::BeginStep(int64_t rounds) {
   torch::NoGradGuard no_grad;
   if (stage_ == 2) grad_.zero_();
@@ -233,16 +249,14 @@ void ZeroOptimizer::BeginStep(int64_t rounds) {
 Status ZeroOptimizer::FinishGradients() { return reducer_->Finish(); }
 
 double ZeroOptimizer::GlobalNormSquaredPart() const {
-  // Bucket by bucket, so the float64 temporaries stay bucket-sized.
-  double squares = 0;
+  // Bucket by bucket, so the float64 temporaries stay bucket-sized, summed on
+  // the shard's device in bucket order: one copy to the host (.item) per
+  // step rather than one per bucket, each a device-wide wait on a GPU.
+  at::Tensor squares = torch::zeros({}, grad_.options().dtype(torch::kDouble));
   for (const ZeroBucket& b : partition_.buckets()) {
-    squares += grad_.narrow(0, b.shard_offset, b.slice_numel)
-                   .to(torch::kDouble)
-                   .pow(2)
-                   .sum()
-                   .item<double>();
+    squares += grad_.narrow(0, b.shard_offset, b.slice_numel).to(torch::kDouble).pow(2).sum();
   }
-  return squares;
+  return squares.item<double>();
 }
 
 at::Tensor ZeroOptimizer::UpdateSlice(size_t b, double lr) {
@@ -327,10 +341,14 @@ StatusOr<double> ZeroOptimizer::Step(double lr) {
 
 int64_t ZeroOptimizer::StaticMemoryBytes() const {
   int64_t params = 0;
-  for (const auto& [name, p] : params_) params += p.numel() * p.element_size();
+  int64_t full_grads = 0;  // stage 1: float32 sums for parameters that are not float32
+  for (const auto& [name, p] : params_) {
+    params += p.numel() * p.element_size();
+    full_grads += p.numel() * std::max<int64_t>(p.element_size(), 4);
+  }
   // moments and gradient slice, and the master where parameters are not float32
   const int64_t shard = (mixed() ? 4 : 3) * partition_.shard_numel() * 4;
-  return params + (stage_ == 1 ? params : 0) + shard;
+  return params + (stage_ == 1 ? full_grads : 0) + shard;
 }
 
 }  // namespace skrull::train

@@ -11,11 +11,14 @@
 // parameters (its own dtype) for forward and backward. Float32 parameters are
 // their own masters: every rank's copy is exactly the last all-gather's.
 //
-//   stage 1: backward accumulates full gradients in the model's .grad over a
-//            step's micro-batches. During the step's last backward each
-//            bucket is reduce-scattered (asynchronously where the backend
-//            can) as soon as all its gradients are final, and its full
-//            gradients are freed; FinishGradients() does the rest.
+//   stage 1: backward accumulates full gradients over a step's
+//            micro-batches: in the model's .grad for float32 parameters, in
+//            a float32 sum per parameter for the others (AccumulateGradient
+//            after each backward, so bf16 gradients are not summed in bf16).
+//            During the step's last backward each bucket is reduce-scattered
+//            (asynchronously where the backend can) as soon as all its
+//            gradients are final, and its full gradients are freed;
+//            FinishGradients() does the rest.
 //   stage 2: the same during EVERY micro-batch's backward (DeepSpeed's
 //            stage 2): each micro-batch's bucket is reduce-scattered and
 //            added to this rank's gradient shard, and the full gradients are
@@ -73,6 +76,13 @@ class ZeroOptimizer {
   // during every backward (ReducesEveryBackward()).
   GradientReducer* reducer();
 
+  // Stage 1, parameter not float32: adds params()[i]'s .grad (what the last
+  // backward accumulated) into its float32 sum for this step and frees it.
+  // No-op otherwise (stage 2 reduces each backward's gradient on its own,
+  // into the float32 shard). What GradReadyHooks' accumulate callback calls
+  // after every backward; throws what libtorch throws.
+  void AccumulateGradient(size_t i);
+
   // Before a step's micro-batches. `rounds`: the most backward passes any
   // rank runs this step, the same on every rank (stage 2 joins that many
   // reduce-scatters per bucket).
@@ -90,7 +100,8 @@ class ZeroOptimizer {
 
   // Bytes this rank holds for training state besides activations: the
   // model's parameters, the full gradients stage 1 keeps between backward
-  // passes (0 for stage 2), and the float32 shard tensors.
+  // passes (float32 sums for parameters that are not float32; 0 for stage
+  // 2), and the float32 shard tensors.
   int64_t StaticMemoryBytes() const;
 
   // Writes this rank's shard (safetensors, atomically) into `dir`.
@@ -111,6 +122,10 @@ class ZeroOptimizer {
   void MastersFromParams();
   // This rank's part of the squared global gradient norm.
   double GlobalNormSquaredPart() const;
+  // Parameter i's full gradient summed over the step's backward passes so
+  // far (undefined when none came), handed over: the model's .grad or the
+  // float32 sum are released.
+  at::Tensor TakeGradient(size_t i);
   // AdamW on bucket b's slice; returns the updated float32 master slice.
   at::Tensor UpdateSlice(size_t b, double lr);
 
@@ -128,6 +143,10 @@ class ZeroOptimizer {
   at::Tensor exp_avg_;
   at::Tensor exp_avg_sq_;
   at::Tensor grad_;  // this rank's slice of the summed gradient
+  // Stage 1, per parameter that is not float32: its float32 gradient summed
+  // over this step's backward passes (undefined until the first, and after
+  // its bucket is launched).
+  std::vector<at::Tensor> grad_sums_;
   std::unique_ptr<Reducer> reducer_;
 };
 
