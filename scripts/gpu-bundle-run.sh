@@ -45,7 +45,8 @@ site="$(dirname "$torch_dir")"
 libpath="$here/lib:$torch_dir/lib"
 [ -d "$site/nvidia" ] && libpath="$libpath:$(find "$site/nvidia" -maxdepth 3 -type d -name lib | sort | paste -sd:)"
 export LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export SKRULL_BIN_DIR="$here/bin" OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}"
+cores="$(nproc 2>/dev/null || echo 8)"
+export SKRULL_BIN_DIR="$here/bin" OMP_NUM_THREADS="${OMP_NUM_THREADS:-$((cores < 8 ? cores : 8))}"
 
 if [ "$mode" = auto ]; then
   if "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then

@@ -71,14 +71,15 @@ configure_and_build() {
   # ccache hits from any clone: paths relative to the checkout.
   export CCACHE_BASEDIR="$SKRULL_ROOT" CCACHE_NOHASHDIR=1
   log "configuring $build against torch $TORCH_VERSION ($prefix)"
+  mkdir -p "$build"
   # 9.0: the H100 / H200 the bundle is for (TORCH_CUDA_ARCH_LIST only shapes
   # torch's own flags; the trainer has no .cu files).
   cmake -S "$SKRULL_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DSKRULL_WITH_CUDA=ON -DSKRULL_BUILD_TESTS=ON -DSKRULL_BUILD_BENCHMARKS=OFF \
     -DCMAKE_SKIP_RPATH=ON -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_FLAGS="-isystem $nccl_include" \
     -DCUDA_TOOLKIT_ROOT_DIR="$cuda" -DCUDAToolkit_ROOT="$cuda" -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 >"$build.configure.log" 2>&1 ||
-    { log "configure failed; see $build.configure.log"; exit 1; }
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 >"$build/configure.log" 2>&1 ||
+    { log "configure failed; see $build/configure.log"; exit 1; }
   mapfile -t gpu_tests < <(cd "$build" && ctest -L gpu -N | sed -nE 's/^ *Test +#[0-9]+: ([A-Za-z0-9_]+)$/\1/p')
   [ ${#gpu_tests[@]} -gt 0 ] || { log "ctest -L gpu lists no tests in $build"; exit 1; }
   log "building skrull-trainer, skrull-make-data and ${#gpu_tests[@]} gpu tests: ${gpu_tests[*]}"
