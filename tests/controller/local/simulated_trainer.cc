@@ -152,7 +152,7 @@ StatusOr<dist::Pid> SimulatedTrainerSpawner::Spawn(const dist::SpawnRequest& req
           {"world_size", world},
           {"device", memory_.cpu ? std::string("cpu") : "cuda:" + std::to_string(r)},
           {"peak_memory_bytes", hwm[static_cast<size_t>(r)]},
-          {"rollbacks", {{"dacp", 0}, {"gds", 0}, {"runtime", 0}}}};
+          {"rollbacks", {{"dacp", 0}, {"gds", 0}}}};
       SKRULL_RETURN_IF_ERROR(
           WriteFileAtomically(dist::RankSummaryPath(out, r), summary.dump(2) + "\n"));
     }
