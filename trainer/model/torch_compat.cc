@@ -2,8 +2,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/cuda.h>
 #include <c10/util/Exception.h>
+#include <torch/cuda.h>
 #include <torch/version.h>
 #ifdef SKRULL_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
