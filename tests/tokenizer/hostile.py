@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Hostile model folders: tokenizer.json files and chat templates written to
-crash, hang or exhaust the memory of whoever loads them (issue 29), and the
+crash, hang or exhaust the memory of whoever loads them, and the
 check that Skrull refuses each cleanly, in bounded time and memory.
 
   hostile.py write [--corpus fuzz/corpus]
