@@ -14,6 +14,7 @@
 // BATCH.json: {"sequences": [{"input_ids": [...], "labels": [...]}, ...]},
 // labels unshifted as transformers takes them (-100 = no loss).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <filesystem>
 #include <fstream>

@@ -3,6 +3,7 @@
 // modes giving the same values and gradients, and the LoRA merge. The
 // comparison with transformers itself is tests/reference/ (docs/reference.md).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include <map>

@@ -2,6 +2,7 @@
 // generation and tokenizer files every saved folder carries, and
 // skrull-export with and without --merge-lora.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>

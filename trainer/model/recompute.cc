@@ -1,6 +1,7 @@
 #include "trainer/model/recompute.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "common/status.h"
