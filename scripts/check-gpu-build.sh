@@ -162,7 +162,8 @@ build_and_test() {
   done
   log "running the whole suite on the CPU with the ${build_types[0]} CUDA build"
   local rc=0
-  in_root /bin/sh -c "cd /build && ctest --output-on-failure --timeout 900 -j 2 $*" |
+  # The arguments quoted for the root's shell (e.g. -L 'unit|gpu').
+  in_root /bin/sh -c "cd /build && ctest --output-on-failure --timeout 900 -j 2 $(printf '%q ' "$@")" |
     tee "$root/build/ctest.log" || rc=$?
   local summary
   summary="$(grep -E '^[0-9]+% tests passed' "$root/build/ctest.log" || true)"
