@@ -77,16 +77,28 @@ std::optional<std::pair<int, std::chrono::milliseconds>> TerminateAndTime(
                                      std::chrono::steady_clock::now() - start));
 }
 
-TEST(ServeEndToEnd, TheControllerBinaryRunsAJobThroughTheApiServer) {
-  ASSERT_FALSE(ControllerBinary().empty()) << "SKRULL_BIN_DIR is set by CTest";
+// A fake API server that wants a bearer token, and a kubeconfig for it in
+// TestDir(`test_dir`) (the returned folder).
+struct ApiServerAndDir {
+  std::unique_ptr<kube::FakeApiServer> server;
+  fs::path dir;
+};
+StatusOr<ApiServerAndDir> StartApiServer(const std::string& test_dir) {
   kube::FakeApiServerOptions so;
   so.token = "secret-token";
-  StatusOr<std::unique_ptr<kube::FakeApiServer>> server = kube::FakeApiServer::Start(so);
-  ASSERT_TRUE(server.ok()) << server.status();
-  kube::MemoryKubeApi& api = (*server)->memory();
+  SKRULL_ASSIGN_OR_RETURN(std::unique_ptr<kube::FakeApiServer> server,
+                          kube::FakeApiServer::Start(so));
+  const fs::path dir = TestDir(test_dir);
+  WriteKubeconfig(dir / "kubeconfig", server->url());
+  return ApiServerAndDir{std::move(server), dir};
+}
 
-  const fs::path dir = TestDir("serve_e2e");
-  WriteKubeconfig(dir / "kubeconfig", (*server)->url());
+TEST(ServeEndToEnd, TheControllerBinaryRunsAJobThroughTheApiServer) {
+  ASSERT_FALSE(ControllerBinary().empty()) << "SKRULL_BIN_DIR is set by CTest";
+  StatusOr<ApiServerAndDir> started = StartApiServer("serve_e2e");
+  ASSERT_TRUE(started.ok()) << started.status();
+  kube::MemoryKubeApi& api = started->server->memory();
+  const fs::path& dir = started->dir;
   StatusOr<int> port = testing::PickFreeLoopbackPort();
   ASSERT_TRUE(port.ok());
   setenv("POD_NAMESPACE", "skrull-system", 1);
@@ -162,8 +174,6 @@ TEST(ServeEndToEnd, TheControllerBinaryRunsAJobThroughTheApiServer) {
   fs::remove_all(dir);
 }
 
-// Defect: SIGTERM while the API server accepts but never answers took 27 s
-// (the 30 s request timeout); in-flight calls are now cancelled.
 // kB of VmHWM (peak resident memory) of `pid`, from /proc; 0 when unknown.
 int64_t PeakRssKb(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -175,13 +185,10 @@ int64_t PeakRssKb(pid_t pid) {
 
 TEST(ServeEndToEnd, TheLargestJobIsStartedInBatchesWithBoundedMemory) {
   ASSERT_FALSE(ControllerBinary().empty()) << "SKRULL_BIN_DIR is set by CTest";
-  kube::FakeApiServerOptions so;
-  so.token = "secret-token";
-  StatusOr<std::unique_ptr<kube::FakeApiServer>> server = kube::FakeApiServer::Start(so);
-  ASSERT_TRUE(server.ok()) << server.status();
-  kube::MemoryKubeApi& api = (*server)->memory();
-  const fs::path dir = TestDir("serve_large");
-  WriteKubeconfig(dir / "kubeconfig", (*server)->url());
+  StatusOr<ApiServerAndDir> started = StartApiServer("serve_large");
+  ASSERT_TRUE(started.ok()) << started.status();
+  kube::MemoryKubeApi& api = started->server->memory();
+  const fs::path& dir = started->dir;
   unsetenv("POD_NAME");
   StatusOr<pid_t> pid =
       testing::SpawnProcess({ControllerBinary(), "serve", "--kubeconfig",
@@ -231,6 +238,8 @@ TEST(ServeEndToEnd, TheLargestJobIsStartedInBatchesWithBoundedMemory) {
             << seconds << " s before the last); controller peak RSS " << peak_kb / 1024 << " MiB\n";
 }
 
+// Defect: SIGTERM while the API server accepts but never answers took 27 s
+// (the 30 s request timeout); in-flight calls are now cancelled.
 TEST(ServeEndToEnd, SigtermExitsWithinTwoSecondsWhileTheApiServerNeverAnswers) {
   ASSERT_FALSE(ControllerBinary().empty()) << "SKRULL_BIN_DIR is set by CTest";
   kube::testing::SilentServer silent;
